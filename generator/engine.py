@@ -1,0 +1,246 @@
+"""Stage 2, the engine: solve a spec exactly and record every step with its working.
+
+``solve(spec)`` returns a ``Solution`` whose steps come in exam order
+(X, W_Q, W_K, W_V, Q, K, V, scores, scaled, [masked], weights, output).  sympy
+computes every entry exactly; each entry is stored as a ``Num`` holding that
+exact value and its float64 evaluated from it.  The working behind each entry
+(dot products, scalings, exponentials and row sums, value blends) is recorded as
+plain data.  The engine knows nothing of LaTeX, Markdown or templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy
+
+from .exact import to_float
+from .spec import ProblemSpec, SpecError
+
+MASKED = sympy.S.NegativeInfinity
+# e^710 overflows float64; a score that large has no place in a hand-solved exam.
+MAX_SCALED_SCORE = 700
+
+
+@dataclass(frozen=True)
+class Num:
+    """One number of a step: its exact value and the float64 evaluated from it."""
+
+    exact: sympy.Expr
+    value: float
+
+    @classmethod
+    def of(cls, exact: sympy.Expr) -> "Num":
+        return cls(exact, to_float(exact))
+
+
+NumMatrix = tuple[tuple[Num, ...], ...]
+
+
+@dataclass(frozen=True)
+class DotProduct:
+    """Entry (row, col) as the sum of products a·b over ``pairs``."""
+
+    row: int
+    col: int
+    pairs: tuple[tuple[Num, Num], ...]
+    result: Num
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """A raw score turned into a scaled score, by ``divisor`` (sqrt d_k) or ``factor``."""
+
+    row: int
+    col: int
+    score: Num
+    factor: Num
+    divisor: Num | None
+    result: Num
+
+
+@dataclass(frozen=True)
+class MaskedEntry:
+    """A score set to -inf: key ``col`` comes after query ``row``."""
+
+    row: int
+    col: int
+
+
+@dataclass(frozen=True)
+class SoftmaxRow:
+    """One row of softmax: inputs (None where masked), their exponentials, sum, quotients."""
+
+    row: int
+    inputs: tuple[Num | None, ...]
+    exponentials: tuple[Num | None, ...]
+    total: Num
+    weights: tuple[Num, ...]
+
+
+@dataclass(frozen=True)
+class Blend:
+    """One output row as the weighted sum of the value rows."""
+
+    row: int
+    weights: tuple[Num, ...]
+    values: NumMatrix
+    result: tuple[Num, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the solution; ``kind`` names the shape of its working."""
+
+    name: str
+    formula: str
+    kind: str  # given | product | scaling | masking | softmax | blend
+    entries: NumMatrix
+    working: tuple = field(default=())
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.entries), len(self.entries[0])
+
+    @property
+    def exact(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        return tuple(tuple(n.exact for n in row) for row in self.entries)
+
+    @property
+    def numeric(self) -> np.ndarray:
+        return np.array([[n.value for n in row] for row in self.entries], dtype=float)
+
+
+@dataclass(frozen=True)
+class Solution:
+    spec: ProblemSpec
+    steps: tuple[Step, ...]
+
+    def step(self, name: str) -> Step:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+    @property
+    def step_names(self) -> tuple[str, ...]:
+        return tuple(step.name for step in self.steps)
+
+
+class Evaluator:
+    """Makes ``Num``s, evaluating each distinct exact value to float only once."""
+
+    def __init__(self) -> None:
+        self._cache: dict[sympy.Expr, Num] = {}
+
+    def __call__(self, exact: sympy.Expr) -> Num:
+        if exact not in self._cache:
+            self._cache[exact] = Num.of(exact)
+        return self._cache[exact]
+
+    def matrix(self, rows) -> NumMatrix:
+        return tuple(tuple(self(entry) for entry in row) for row in rows)
+
+
+def solve(spec: ProblemSpec) -> Solution:
+    """Solve one problem exactly, recording every step in exam order."""
+    num = Evaluator()
+    steps: list[Step] = []
+    if spec.from_embeddings:
+        given = {name: given_step(name, spec.matrices[name], num) for name in ("X", "W_Q", "W_K", "W_V")}
+        steps += given.values()
+        q, k, v = (product_step(name, f"{name} = X W_{name}", given["X"].entries,
+                                given[f"W_{name}"].entries, num) for name in "QKV")
+    else:
+        q, k, v = (given_step(name, spec.matrices[name], num) for name in "QKV")
+    steps += [q, k, v]
+    scores = product_step("scores", "scores = Q K^T", q.entries, transpose(k.entries), num)
+    scaled = scaling_step(scores, spec, num)
+    steps += [scores, scaled]
+    if spec.mask == "causal":
+        scaled = causal_mask_step(scaled, num)
+        steps.append(scaled)
+    weights = softmax_step(scaled, num)
+    steps += [weights, blend_step(weights, v, num)]
+    return Solution(spec=spec, steps=tuple(steps))
+
+
+def given_step(name: str, matrix, num: Evaluator) -> Step:
+    return Step(name=name, formula=f"{name} (given)", kind="given", entries=num.matrix(matrix))
+
+
+def transpose(entries: NumMatrix) -> NumMatrix:
+    return tuple(zip(*entries))
+
+
+def product_step(name: str, formula: str, left: NumMatrix, right: NumMatrix,
+                 num: Evaluator) -> Step:
+    """left · right, with the dot product behind every entry."""
+    columns = transpose(right)
+    working = tuple(
+        DotProduct(i, j, pairs := tuple(zip(row, column)),
+                   num(sympy.Add(*(a.exact * b.exact for a, b in pairs))))
+        for i, row in enumerate(left) for j, column in enumerate(columns))
+    entries = _reshape([w.result for w in working], len(columns))
+    return Step(name=name, formula=formula, kind="product", entries=entries, working=working)
+
+
+def scaling_step(scores: Step, spec: ProblemSpec, num: Evaluator) -> Step:
+    """scores times the scale: 1/sqrt(d_k) unless the spec sets another factor."""
+    if spec.scale is None:
+        divisor = num(sympy.sqrt(spec.d_k))
+        factor, formula = num(1 / divisor.exact), "scaled = scores / sqrt(d_k)"
+    else:
+        divisor, factor = None, num(spec.scale)
+        formula = "scaled = scale * scores"
+    working = tuple(Scaling(i, j, s, factor, divisor, num(s.exact * factor.exact))
+                    for i, row in enumerate(scores.entries) for j, s in enumerate(row))
+    entries = _reshape([w.result for w in working], scores.shape[1])
+    largest = max(abs(w.result.value) for w in working)
+    if largest > MAX_SCALED_SCORE:
+        raise SpecError(f"problem {spec.id}: a scaled score of {largest:.6g} is too large to "
+                        f"exponentiate (at most {MAX_SCALED_SCORE}); use smaller entries")
+    return Step(name="scaled", formula=formula, kind="scaling", entries=entries, working=working)
+
+
+def causal_mask_step(scaled: Step, num: Evaluator) -> Step:
+    """Set every score of a key after its query to -inf (top-left aligned, as PyTorch)."""
+    entries = tuple(tuple(num(MASKED) if j > i else s for j, s in enumerate(row))
+                    for i, row in enumerate(scaled.entries))
+    working = tuple(MaskedEntry(i, j) for i, row in enumerate(entries)
+                    for j in range(len(row)) if j > i)
+    return Step(name="masked", formula="masked = scaled, -inf where key j > query i",
+                kind="masking", entries=entries, working=working)
+
+
+def softmax_step(scores: Step, num: Evaluator) -> Step:
+    """Row-wise softmax; a masked score has no exponential and gets an exact 0 weight."""
+    working = tuple(_softmax_row(i, row, num) for i, row in enumerate(scores.entries))
+    entries = tuple(w.weights for w in working)
+    return Step(name="weights", formula="weights = softmax(row-wise)",
+                kind="softmax", entries=entries, working=working)
+
+
+def _softmax_row(index: int, row: tuple[Num, ...], num: Evaluator) -> SoftmaxRow:
+    inputs = tuple(None if s.exact is MASKED else s for s in row)
+    exponentials = tuple(None if s is None else num(sympy.exp(s.exact)) for s in inputs)
+    total = num(sympy.Add(*(e.exact for e in exponentials if e is not None)))
+    weights = tuple(num(sympy.S.Zero if e is None else e.exact / total.exact) for e in exponentials)
+    return SoftmaxRow(index, inputs, exponentials, total, weights)
+
+
+def blend_step(weights: Step, v: Step, num: Evaluator) -> Step:
+    """output = weights · V: each output row blends the value rows by that row's weights."""
+    working = tuple(
+        Blend(i, row, v.entries, tuple(
+            num(sympy.Add(*(w.exact * value[j].exact for w, value in zip(row, v.entries))))
+            for j in range(v.shape[1])))
+        for i, row in enumerate(weights.entries))
+    entries = tuple(w.result for w in working)
+    return Step(name="output", formula="output = weights V", kind="blend",
+                entries=entries, working=working)
+
+
+def _reshape(flat: list[Num], width: int) -> NumMatrix:
+    return tuple(tuple(flat[i:i + width]) for i in range(0, len(flat), width))

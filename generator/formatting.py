@@ -1,0 +1,81 @@
+"""The one place that turns numbers into text, for every output format.
+
+Convention (stated on every document): a number is written exactly when it has
+a terminating decimal form of at most ``decimals`` places (1, -0.5, 0.396);
+otherwise it is rounded half away from zero to ``decimals`` places, always
+from its full-precision value, and an "≈" says so where the working shows it.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+import sympy
+
+from .engine import Num
+
+# Beyond this a number is written in scientific notation (exponentials of big scores).
+SCIENTIFIC_FROM = Decimal(10) ** 7
+
+
+def is_exact_at(num: Num, decimals: int) -> bool:
+    """True when ``decimal_text`` writes the number without rounding it."""
+    exact = num.exact
+    return bool(exact.is_Rational and (exact * 10**decimals).is_Integer)
+
+
+def decimal_text(num: Num, decimals: int) -> str:
+    """A number as a student writes it: exact if short, else rounded to ``decimals``."""
+    exact = num.exact
+    if exact is sympy.S.NegativeInfinity:
+        return "-inf"
+    if exact.is_Rational:
+        value = Decimal(exact.p) / Decimal(exact.q) if exact.q != 1 else Decimal(exact.p)
+        if exact.q != 1 and not is_exact_at(num, decimals):
+            # Decimal division at 28 digits is not exact: round the rational itself.
+            value = _round_rational(exact, decimals)
+    else:
+        value = Decimal(num.value)  # the float's exact binary value: no double rounding
+    if abs(value) >= SCIENTIFIC_FROM:
+        return f"{value:.{decimals}e}"
+    text = f"{value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+    if is_exact_at(num, decimals) and "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" + text[2:] if text.startswith("-0") and set(text[1:]) <= set("0.") else text
+
+
+def relation(num: Num, decimals: int) -> str:
+    """'=' when the number is written exactly, '≈' when it is rounded."""
+    return "=" if is_exact_at(num, decimals) else "≈"
+
+
+def exact_text(num: Num) -> str:
+    """The exact form in plain text, e.g. 'sqrt(2)/2', 'exp(1/2)/(1 + exp(1/2))'."""
+    return str(num.exact)
+
+
+def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:
+    """The exact form when it is short and says more than the decimal (1/3, sqrt(2)/2)."""
+    if is_exact_at(num, decimals) or num.exact is sympy.S.NegativeInfinity:
+        return None
+    text = exact_text(num)
+    return text if len(text) <= limit else None
+
+
+def _round_rational(value: sympy.Rational, decimals: int) -> Decimal:
+    scaled = abs(value) * 10**decimals
+    rounded = int(sympy.floor(scaled + sympy.Rational(1, 2)))
+    sign = -1 if value < 0 else 1
+    return Decimal(sign * rounded).scaleb(-decimals)
+
+
+def parenthesized(text: str) -> str:
+    """Wrap a negative number in parentheses, as in 0.49·(-0.14)."""
+    return f"({text})" if text.startswith("-") else text
+
+
+def plain_matrix(rows: list[list[str]], indent: str = "    ") -> str:
+    """A matrix of texts as aligned rows in square brackets, for Markdown and terminals."""
+    widths = [max(len(row[j]) for row in rows) for j in range(len(rows[0]))]
+    lines = ["[ " + "  ".join(t.rjust(w) for t, w in zip(row, widths)) + " ]" for row in rows]
+    return "\n".join(indent + line for line in lines)

@@ -1,0 +1,213 @@
+"""Stage 1, problem specs: what a problem gives, checked before anything is solved.
+
+A ``ProblemSpec`` holds the given matrices as exact sympy numbers plus the
+options (mask, scale, title).  It comes from a random draw (``sampling``) or from
+a teacher's TOML/JSON file (``load_spec_file``).  Every fault in a file becomes a
+``SpecError`` whose message is one line naming the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy
+
+from .exact import parse_exact
+
+Matrix = tuple[tuple[sympy.Expr, ...], ...]
+
+MAX_TOKENS = 12
+MAX_DIMENSION = 16
+MASKS = ("none", "causal")
+FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
+FROM_PROJECTIONS = ("Q", "K", "V")
+KNOWN_KEYS = set(FROM_EMBEDDINGS + FROM_PROJECTIONS) | {"mask", "scale", "title"}
+
+
+class SpecError(ValueError):
+    """A problem spec that cannot be solved; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """One attention problem: either X and the three weight matrices, or Q, K, V."""
+
+    id: str
+    matrices: dict[str, Matrix]
+    mask: str = "none"
+    scale: sympy.Expr | None = None  # None means the usual 1/sqrt(d_k)
+    title: str = ""
+    seed: int | None = None
+
+    @property
+    def from_embeddings(self) -> bool:
+        return "X" in self.matrices
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.matrices["X" if self.from_embeddings else "Q"])
+
+    @property
+    def n_keys(self) -> int:
+        return len(self.matrices["X" if self.from_embeddings else "K"])
+
+    @property
+    def d_model(self) -> int | None:
+        return len(self.matrices["X"][0]) if self.from_embeddings else None
+
+    @property
+    def d_k(self) -> int:
+        return len(self.matrices["W_Q" if self.from_embeddings else "Q"][0])
+
+    @property
+    def d_v(self) -> int:
+        return len(self.matrices["W_V" if self.from_embeddings else "V"][0])
+
+
+def load_spec_file(path: Path) -> list[ProblemSpec]:
+    """Read one problem or a list of problems from a TOML or JSON file."""
+    records = _problem_records(_read_document(path))
+    if not records:
+        raise SpecError(f"{path}: no problems in the file")
+    return [spec_from_record(record, f"{path.stem}-{index}", _where(path, index, len(records)))
+            for index, record in enumerate(records, start=1)]
+
+
+def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> ProblemSpec:
+    """Check one problem's keys and matrices and build its spec."""
+    if not isinstance(record, dict):
+        raise SpecError(f"{where}: expected a table of keys such as X, W_Q, W_K, W_V")
+    unknown = sorted(set(record) - KNOWN_KEYS)
+    if unknown:
+        raise SpecError(f"{where}: unknown key {unknown[0]!r} "
+                        f"(known: {', '.join(sorted(KNOWN_KEYS))})")
+    names = _matrix_names(record, where)
+    matrices = {name: _parse_matrix(record[name], name, where) for name in names}
+    _check_shapes(matrices, where)
+    return ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
+                       scale=_parse_scale(record, where), title=_parse_title(record, where))
+
+
+def _read_document(path: Path):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SpecError(f"{path}: cannot read the file ({error})") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(text)
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as error:
+        raise SpecError(f"{path}: malformed {path.suffix[1:].upper()} ({error})") from None
+    raise SpecError(f"{path}: spec files must end in .toml or .json")
+
+
+def _problem_records(document) -> list:
+    """Accept a single problem, ``[[problem]]`` tables, ``{"problems": [...]}`` or a list."""
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict):
+        for key in ("problem", "problems"):
+            if key in document:
+                if len(document) > 1 or not isinstance(document[key], list):
+                    raise SpecError(f"'{key}' must be the only top-level key and hold a list")
+                return document[key]
+        return [document]
+    raise SpecError("a spec file holds one problem, or a list of problems")
+
+
+def _where(path: Path, index: int, count: int) -> str:
+    return f"{path}" if count == 1 else f"{path}, problem {index}"
+
+
+def _matrix_names(record: dict, where: str) -> tuple[str, ...]:
+    has_embeddings = any(name in record for name in FROM_EMBEDDINGS)
+    has_projections = any(name in record for name in FROM_PROJECTIONS)
+    if has_embeddings and has_projections:
+        raise SpecError(f"{where}: give either X, W_Q, W_K, W_V or Q, K, V, not both")
+    names = FROM_PROJECTIONS if has_projections else FROM_EMBEDDINGS
+    missing = [name for name in names if name not in record]
+    if missing:
+        raise SpecError(f"{where}: missing {missing[0]} (a problem needs {', '.join(names)})")
+    return names
+
+
+def _parse_matrix(rows, name: str, where: str) -> Matrix:
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
+        raise SpecError(f"{where}: {name} must be a non-empty list of rows, e.g. [[1, 0], [0, 1]]")
+    width = len(rows[0])
+    for number, row in enumerate(rows, start=1):
+        if not row:
+            raise SpecError(f"{where}: {name} row {number} is empty")
+        if len(row) != width:
+            raise SpecError(f"{where}: {name} row {number} has {len(row)} entries "
+                            f"but row 1 has {width}")
+    return tuple(tuple(_parse_entry(entry, name, i, j, where) for j, entry in enumerate(row, 1))
+                 for i, row in enumerate(rows, 1))
+
+
+def _parse_entry(entry, name: str, row: int, column: int, where: str) -> sympy.Expr:
+    try:
+        return parse_exact(entry)
+    except ValueError as error:
+        raise SpecError(f"{where}: {name} row {row}, column {column}: {error}") from None
+
+
+def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
+    def rows(name):
+        return len(matrices[name])
+
+    def columns(name):
+        return len(matrices[name][0])
+
+    def require(condition: bool, message: str) -> None:
+        if not condition:
+            raise SpecError(f"{where}: {message}")
+
+    if "X" in matrices:
+        for weight in ("W_Q", "W_K", "W_V"):
+            require(rows(weight) == columns("X"),
+                    f"{weight} has {rows(weight)} rows but X has {columns('X')} columns")
+        require(columns("W_K") == columns("W_Q"),
+                f"W_K has {columns('W_K')} columns but W_Q has {columns('W_Q')} (both are d_k)")
+        tokens, dimensions = rows("X"), [columns(n) for n in FROM_EMBEDDINGS]
+    else:
+        require(columns("K") == columns("Q"),
+                f"K has {columns('K')} columns but Q has {columns('Q')} (both are d_k)")
+        require(rows("V") == rows("K"), f"V has {rows('V')} rows but K has {rows('K')}")
+        tokens, dimensions = max(rows("Q"), rows("K")), [columns(n) for n in FROM_PROJECTIONS]
+    require(tokens <= MAX_TOKENS, f"{tokens} tokens; at most {MAX_TOKENS} (an exam, not a model)")
+    require(max(dimensions) <= MAX_DIMENSION,
+            f"dimension {max(dimensions)}; at most {MAX_DIMENSION} (an exam, not a model)")
+
+
+def _parse_mask(record: dict, where: str) -> str:
+    mask = record.get("mask", "none")
+    if mask not in MASKS:
+        raise SpecError(f"{where}: unknown mask {mask!r} (expected one of: {', '.join(MASKS)})")
+    return mask
+
+
+def _parse_scale(record: dict, where: str) -> sympy.Expr | None:
+    if "scale" not in record:
+        return None
+    try:
+        scale = parse_exact(record["scale"])
+    except ValueError as error:
+        raise SpecError(f"{where}: scale: {error}") from None
+    if not scale.is_positive:
+        raise SpecError(f"{where}: scale must be positive, got {record['scale']!r}")
+    return scale
+
+
+def _parse_title(record: dict, where: str) -> str:
+    title = record.get("title", "")
+    if not isinstance(title, str) or len(title) > 200 or "\n" in title:
+        raise SpecError(f"{where}: title must be one line of text, at most 200 characters")
+    return title

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs everything the project needs, once; later runs return in a moment.
+#   - a virtual environment in .venv with the package (editable) and its test tools
+#   - PyTorch 2.13.0 CPU, for the tests' cross-check, only from a wheel already on disk:
+#     from PyPI, `pip install torch` would pull a multi-gigabyte CUDA build
+#   - TeX Live from Debian packages when pdflatex is missing (needs root or sudo)
+# Sourced by scripts/run.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+TEX_PACKAGES="texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern latexmk"
+TORCH_WHEEL_DIR=${TORCH_WHEEL_DIR:-/opt/wheels}
+
+say() { echo "setup: $*" >&2; }
+
+install_python_packages() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+  fi
+  local stamp="$VENV/.installed" wanted
+  wanted=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+    say "installing Python packages"
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet -e ".[test]"
+    echo "$wanted" > "$stamp"
+  fi
+}
+
+install_torch_from_disk() {
+  "$VENV/bin/python" -c "import torch" 2>/dev/null && return 0
+  if ls "$TORCH_WHEEL_DIR"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then
+    say "installing torch 2.13.0 (CPU) from $TORCH_WHEEL_DIR"
+    "$VENV/bin/python" -m pip install --quiet --find-links "$TORCH_WHEEL_DIR" "torch==2.13.0"
+  else
+    say "no torch 2.13.0 CPU wheel in $TORCH_WHEEL_DIR: the torch checks will be skipped"
+  fi
+}
+
+install_tex() {
+  command -v pdflatex >/dev/null && command -v latexmk >/dev/null && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! command -v apt-get >/dev/null; then
+    say "pdflatex is missing and this is not a Debian/Ubuntu machine: install TeX Live by hand"
+    return 1
+  fi
+  say "installing TeX Live from Debian packages (about 100 MB, a minute or two)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    $TEX_PACKAGES >/dev/null
+}
+
+install_python_packages
+[ "${WITH_TORCH:-0}" = 1 ] && install_torch_from_disk
+install_tex
