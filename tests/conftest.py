@@ -1,0 +1,55 @@
+"""Builders shared by the tests: specs, solved problems and a CLI runner."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from generator.cli import main, solve_checked
+from generator.spec import spec_from_record
+
+SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+WORKED_EXAMPLE = {  # seed 000: two one-hot tokens, W_K doubles token 2's key
+    "X": [[1, 0], [0, 1]],
+    "W_Q": [[1, 0], [0, 1]],
+    "W_K": [[1, 0], [0, 2]],
+    "W_V": [[1, 0], [0, 1]],
+}
+
+
+def module05_record() -> dict:
+    """Seed 004's problem: X and the weights drawn by np.random.seed(42), rounded to 2 places."""
+    legacy = np.random.RandomState(42)
+    names = ("X", "W_Q", "W_K", "W_V")
+    shapes = ((3, 4), (4, 4), (4, 4), (4, 4))
+    # str() of a 2-place float is its short decimal, parsed exactly as the teacher typed it.
+    return {name: [[str(x) for x in row] for row in np.round(legacy.randn(*shape), 2).tolist()]
+            for name, shape in zip(names, shapes)}
+
+
+def make_spec(problem_id: str = "test-1", **record):
+    return spec_from_record(record or dict(WORKED_EXAMPLE), problem_id)
+
+
+def make_solution(**record):
+    return solve_checked(make_spec(**record))
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run gen-problems in-process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str):
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+def torch_or_skip():
+    return pytest.importorskip("torch", reason="torch 2.13.0 CPU is the optional 'verify' extra")

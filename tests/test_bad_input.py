@@ -1,0 +1,109 @@
+"""Bad input: one clear line on stderr, exit code 2, no traceback, nothing written."""
+
+import json
+
+import pytest
+
+GOOD = '''X   = [[1, 0], [0, 1]]
+W_Q = [[1, 0], [0, 1]]
+W_K = [[1, 0], [0, 2]]
+W_V = [[1, 0], [0, 1]]
+'''
+
+
+def spec_with(**changes) -> dict:
+    record = {"X": [[1, 0], [0, 1]], "W_Q": [[1, 0], [0, 1]],
+              "W_K": [[1, 0], [0, 2]], "W_V": [[1, 0], [0, 1]]}
+    record.update(changes)
+    return {key: value for key, value in record.items() if value is not None}
+
+
+BAD_SPECS = [
+    (spec_with(X=[[1, 0, 0], [0, 1]]), "X row 2 has 2 entries but row 1 has 3"),
+    (spec_with(W_K=[[1, 0], [0, 2], [1, 1]]), "W_K has 3 rows but X has 2 columns"),
+    (spec_with(W_K=[[1], [0]]), "W_K has 1 columns but W_Q has 2"),
+    (spec_with(X=[]), "X must be a non-empty list of rows"),
+    (spec_with(X=[[]]), "X row 1 is empty"),
+    (spec_with(X=[[1, "a"], [0, 1]]), "X row 1, column 2: 'a' is not a number"),
+    (spec_with(X=[[1, "__import__('os')"], [0, 1]]), "is not a number"),
+    (spec_with(X=[[1, True], [0, 1]]), "True is not a number"),
+    (spec_with(X=[[1, None], [0, 1]]), "None is not a number"),
+    (spec_with(X=[[1, 1e999], [0, 1]]), "not a finite number"),
+    (spec_with(W_V=None), "missing W_V"),
+    (spec_with(Q=[[1]]), "give either X, W_Q, W_K, W_V or Q, K, V, not both"),
+    (spec_with(colour="red"), "unknown key 'colour'"),
+    (spec_with(mask="future"), "unknown mask 'future' (expected one of: none, causal)"),
+    (spec_with(scale=-1), "scale must be positive"),
+    (spec_with(title=["x"]), "title must be one line of text"),
+    (spec_with(X=[[1, 0]] * 13), "13 tokens; at most 12"),
+    (spec_with(X=[[1] * 17] * 2, W_Q=[[1, 0]] * 17, W_K=[[1, 0]] * 17, W_V=[[1, 0]] * 17),
+     "dimension 17; at most 16"),
+    (spec_with(X=[[1000, 1000], [0, 1]], W_K=[[1000, 0], [0, 1]], W_Q=[[1000, 0], [0, 1]]),
+     "too large to exponentiate"),
+    ({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1], [2]]}, "V has 2 rows but K has 1"),
+    ({"problems": "nope"}, "'problems' must be the only top-level key and hold a list"),
+    ({"problems": []}, "no problems in the file"),
+]
+
+
+@pytest.fixture
+def previous_output(tmp_path, run_cli):
+    """An output folder holding an earlier good run, which a bad run must leave intact."""
+    out = tmp_path / "out"
+    good = tmp_path / "good.toml"
+    good.write_text(GOOD)
+    assert run_cli("--spec", good, "--out", out)[0] == 0
+    return out, {p.name: p.read_bytes() for p in out.iterdir()}
+
+
+def assert_one_line_error(code, out, err, expected):
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("gen-problems: error: ")
+    assert expected in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("record, expected", BAD_SPECS)
+def test_bad_json_spec(tmp_path, run_cli, previous_output, record, expected):
+    out, before = previous_output
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(record))
+    assert_one_line_error(*run_cli("--spec", path, "--out", out), expected)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("text, suffix, expected", [
+    ("X = [[1, 0]", ".toml", "malformed TOML"),
+    ('{"X": [[1, 0]', ".json", "malformed JSON"),
+    ("X = [[1, 0]]", ".yaml", "spec files must end in .toml or .json"),
+    (b"\xff\xfe", ".json", "cannot read the file"),
+])
+def test_unreadable_files(tmp_path, run_cli, text, suffix, expected):
+    path = tmp_path / f"bad{suffix}"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert_one_line_error(*run_cli("--spec", path, "--out", tmp_path / "o"), expected)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--spec", "/no/such/file.toml"], "no such file"),
+    (["--count", "0"], "--count must be between 1 and 2000, got 0"),
+    (["--count", "100000"], "--count must be between 1 and 2000, got 100000"),
+    (["--count", "ten"], "argument --count: invalid int value: 'ten'"),
+    (["--decimals", "-1"], "--decimals must be between 0 and 10"),
+    (["--format", "docx"], "unknown --format 'docx'"),
+    (["--colour"], "unrecognized arguments: --colour"),
+    (["--templates", "/no/such/folder"], "--templates /no/such/folder: no such folder"),
+])
+def test_bad_command_lines(tmp_path, run_cli, args, expected):
+    assert_one_line_error(*run_cli(*args, "--out", tmp_path / "o"), expected)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_bad_problem_anywhere_in_a_list_writes_nothing(tmp_path, run_cli):
+    path = tmp_path / "two.toml"
+    path.write_text("[[problem]]\n" + GOOD + "\n[[problem]]\n" + GOOD + "mask = 'sideways'\n")
+    assert_one_line_error(*run_cli("--spec", path, "--out", tmp_path / "o"),
+                          "two.toml, problem 2: unknown mask 'sideways'")
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,143 @@
+"""End to end through gen-problems: spec files, random sets, outputs."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from conftest import WORKED_EXAMPLE
+
+FIVE_LINES = '''title = "Worked example"
+X   = [[1, 0], [0, 1]]
+W_Q = [[1, 0], [0, 1]]
+W_K = [[1, 0], [0, 2]]
+W_V = [[1, 0], [0, 1]]
+'''
+
+
+def load(out):
+    return json.loads((out / "problems.json").read_text())
+
+
+def test_the_first_seed_in_five_lines(tmp_path, run_cli):
+    spec = tmp_path / "seed.toml"
+    spec.write_text(FIVE_LINES)
+    code, printed, _ = run_cli("--spec", spec, "--out", tmp_path, "--format", "md")
+    assert code == 0
+    assert "Row 1: e^0.7071 ≈ 2.0281, e^0 = 1; sum ≈ 3.0281" in printed
+    assert printed == (tmp_path / "answers.md").read_text()
+    problem = load(tmp_path)["problems"][0]
+    assert problem["spec"] == {**WORKED_EXAMPLE, "mask": "none", "title": "Worked example"}
+    assert problem["steps"]["scaled"] == [[2**-0.5, 0.0], [0.0, 2**0.5]]
+    assert problem["exact"]["scaled"] == [["sqrt(2)/2", "0"], ["0", "sqrt(2)"]]
+    assert problem["exact"]["weights"][0][1] == "1/(1 + exp(sqrt(2)/2))"
+    assert list(problem["steps"]) == ["X", "W_Q", "W_K", "W_V", "Q", "K", "V",
+                                      "scores", "scaled", "weights", "output"]
+
+
+def test_json_list_of_problems_with_mask_scale_and_exact_strings(tmp_path, run_cli):
+    spec = tmp_path / "set.json"
+    spec.write_text(json.dumps({"problems": [
+        {**WORKED_EXAMPLE, "mask": "causal", "title": "Masked"},
+        {"Q": [["1/2", "sqrt(2)/2"]], "K": [[1, 0], [0, 1], [1, 1]],
+         "V": [[1], [2], [3]], "scale": 1},
+    ]}))
+    code, _, err = run_cli("--spec", spec, "--out", tmp_path)
+    assert code == 0, err
+    masked, cross = load(tmp_path)["problems"]
+    assert masked["id"] == "set-1" and cross["id"] == "set-2"
+    assert masked["steps"]["masked"] == [[2**-0.5, None], [0.0, 2**0.5]]
+    assert masked["steps"]["weights"][0] == [1.0, 0.0]
+    assert masked["exact"]["weights"][0] == ["1", "0"]
+    assert cross["shape"] == {"n_queries": 1, "n_keys": 3, "d_model": None, "d_k": 2, "d_v": 1}
+    assert cross["spec"]["Q"] == [[0.5, "sqrt(2)/2"]]
+    assert cross["spec"]["scale"] == 1
+    assert cross["steps"]["scaled"] == cross["steps"]["scores"]
+    assert "X" not in cross["steps"]
+
+
+def test_the_json_spec_can_be_solved_again(tmp_path, run_cli):
+    spec = tmp_path / "seed.toml"
+    spec.write_text(FIVE_LINES)
+    run_cli("--spec", spec, "--out", tmp_path / "a")
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps([p["spec"] for p in load(tmp_path / "a")["problems"]]))
+    assert run_cli("--spec", again, "--out", tmp_path / "b")[0] == 0
+    assert load(tmp_path / "a")["problems"][0]["steps"] == load(tmp_path / "b")["problems"][0]["steps"]
+
+
+def test_random_set_is_reproducible_byte_for_byte(tmp_path, run_cli):
+    for folder in ("a", "b"):
+        code, _, err = run_cli("--count", 5, "--seed", 7, "--out", tmp_path / folder)
+        assert code == 0, err
+        assert "(seed 7)" in err
+    for name in ("problems.json", "questions.md", "answers.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    problems = load(tmp_path / "a")["problems"]
+    assert [p["id"] for p in problems] == ["7-1", "7-2", "7-3", "7-4", "7-5"]
+    assert all(2 <= p["shape"]["n_queries"] <= 4 for p in problems)
+
+
+def test_problem_i_of_a_seed_does_not_depend_on_the_count(tmp_path, run_cli):
+    run_cli("--count", 2, "--seed", 3, "--out", tmp_path / "two")
+    run_cli("--count", 6, "--seed", 3, "--out", tmp_path / "six")
+    assert load(tmp_path / "two")["problems"][:2] == load(tmp_path / "six")["problems"][:2]
+
+
+def test_without_a_seed_one_is_chosen_and_reported(tmp_path, run_cli):
+    code, _, err = run_cli("--count", 1, "--out", tmp_path)
+    assert code == 0
+    seed = load(tmp_path)["seed"]
+    assert f"(seed {seed})" in err
+
+
+def test_questions_give_the_matrices_but_not_the_answers(tmp_path, run_cli):
+    spec = tmp_path / "seed.toml"
+    spec.write_text(FIVE_LINES)
+    run_cli("--spec", spec, "--out", tmp_path)
+    questions = (tmp_path / "questions.md").read_text()
+    assert "[ 0  2 ]" in questions  # W_K
+    for answer in ("0.7071", "2.0281", "0.6698", "0.8044"):
+        assert answer not in questions
+
+
+def test_decimals_option(tmp_path, run_cli):
+    spec = tmp_path / "seed.toml"
+    spec.write_text(FIVE_LINES)
+    _, printed, _ = run_cli("--spec", spec, "--out", tmp_path, "--format", "md", "--decimals", "2")
+    assert "Row 1: e^0.71 ≈ 2.03, e^0 = 1; sum ≈ 3.03" in printed
+    assert "at most 2 decimal places" in printed
+
+
+def test_format_json_prints_the_problems(tmp_path, run_cli):
+    spec = tmp_path / "seed.toml"
+    spec.write_text(FIVE_LINES)
+    _, printed, _ = run_cli("--spec", spec, "--out", tmp_path, "--format", "json")
+    weights = np.array(json.loads(printed)["problems"][0]["steps"]["weights"])
+    assert np.allclose(weights, [[0.6698, 0.3302], [0.1956, 0.8044]], atol=5e-5)
+
+
+def test_user_templates_override_one_file(tmp_path, run_cli):
+    override = tmp_path / "mine" / "markdown" / "steps"
+    override.mkdir(parents=True)
+    (override / "softmax.md.j2").write_text("MY SOFTMAX {{ step.shape[0] }} rows\n")
+    spec = tmp_path / "seed.toml"
+    spec.write_text(FIVE_LINES)
+    _, printed, _ = run_cli("--spec", spec, "--out", tmp_path / "o", "--format", "md",
+                            "--templates", tmp_path / "mine")
+    assert "MY SOFTMAX 2 rows" in printed
+    assert "e^0.7071" not in printed
+    assert "scores[2,2] = 0·0 + 1·2 = 2" in printed
+
+
+def test_installed_console_script(tmp_path):
+    script = Path(sys.executable).with_name("gen-problems")
+    done = subprocess.run([script, "--count", "2", "--seed", "1", "--out", tmp_path],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "answers.md").exists()
+    failed = subprocess.run([script, "--count", "0"], capture_output=True, text=True, timeout=120)
+    assert (failed.returncode, failed.stderr) == (
+        2, "gen-problems: error: --count must be between 1 and 2000, got 0\n")

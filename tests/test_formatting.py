@@ -1,0 +1,49 @@
+"""Numbers as a student writes them: exact when short, else rounded half away from zero."""
+
+import sympy
+
+from generator.engine import Num
+from generator.formatting import decimal_text, is_exact_at, plain_matrix, short_exact_text
+
+
+def text(value, decimals=4):
+    return decimal_text(Num.of(sympy.sympify(value)), decimals)
+
+
+def test_exact_numbers_keep_their_short_form():
+    assert text(0) == "0"
+    assert text(2) == "2"
+    assert text(-7) == "-7"
+    assert text(sympy.Rational(-14, 100)) == "-0.14"
+    assert text(sympy.Rational(396, 1000), 3) == "0.396"
+
+
+def test_other_numbers_round_half_away_from_zero_from_the_exact_value():
+    assert text(sympy.sqrt(2) / 2) == "0.7071"
+    assert text(sympy.Rational(1, 3)) == "0.3333"
+    assert text(sympy.Rational(2, 3)) == "0.6667"
+    assert text(sympy.Rational(125, 1000), 2) == "0.13"
+    assert text(sympy.Rational(-125, 1000), 2) == "-0.13"
+    assert text(sympy.Rational(145, 1000), 2) == "0.15"  # the float 0.145 is 0.14499...
+    assert text(sympy.Rational(12955, 10000), 3) == "1.296"
+
+
+def test_no_negative_zero():
+    assert text(sympy.Rational(-1, 100000)) == "0.0000"
+    assert text(-sympy.exp(-20)) == "0.0000"
+
+
+def test_masked_and_huge_numbers():
+    assert text(sympy.S.NegativeInfinity) == "-inf"
+    assert text(sympy.exp(100)) == "2.6881e+43"
+
+
+def test_exactness_and_short_exact_forms():
+    assert is_exact_at(Num.of(sympy.Rational(1, 4)), 4)
+    assert not is_exact_at(Num.of(sympy.Rational(1, 3)), 4)
+    assert short_exact_text(Num.of(sympy.sqrt(2) / 2), 4) == "sqrt(2)/2"
+    assert short_exact_text(Num.of(sympy.Rational(1, 2)), 4) is None
+
+
+def test_plain_matrix_aligns_columns():
+    assert plain_matrix([["1", "-0.5"], ["10", "2"]], indent="") == "[  1  -0.5 ]\n[ 10     2 ]"
