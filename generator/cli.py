@@ -10,20 +10,26 @@ from __future__ import annotations
 import argparse
 import secrets
 import sys
+import tomllib
 from pathlib import Path
+
+from tqdm import tqdm
 
 from .crosscheck import CrossCheckError, cross_check
 from .engine import Solution, solve
 from .exact import to_float
 from .export import problems_json
 from .output import write_outputs
-from .render import DocumentInfo, render_markdown
+from .pdf import TexError, TexMissing, compile_pdfs
+from .render import DocumentInfo, render_latex, render_markdown
 from .sampling import sample_specs
 from .spec import ProblemSpec, SpecError, load_spec_file
 
 MAX_COUNT = 2000
 MAX_DECIMALS = 10
+MAX_HEADER_TEXT = 500
 PRINTABLE = ("md", "json")
+HEADER_FIELDS = ("title", "course", "date", "instructions")
 
 
 class UsageError(Exception):
@@ -55,9 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also print to the terminal: md (the worked answer key) or json")
     output.add_argument("--decimals", type=int, default=4, metavar="N",
                         help="decimal places shown (default 4); computing is always exact")
-    output.add_argument("--title", default=DocumentInfo.title, help="title of the documents")
+    output.add_argument("--pdf", action="store_true",
+                        help="also compile questions.pdf and answers.pdf (needs pdflatex)")
     output.add_argument("--templates", type=Path, metavar="DIR",
                         help="a folder of templates searched before the built-in ones")
+    header = parser.add_argument_group("document header (or all at once from --config)")
+    header.add_argument("--config", type=Path, metavar="FILE",
+                        help="a TOML file with any of: " + ", ".join(HEADER_FIELDS))
+    for name in HEADER_FIELDS:
+        header.add_argument(f"--{name}", metavar="TEXT", help=f"the documents' {name}")
     return parser
 
 
@@ -67,25 +79,70 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, SpecError) as error:
         print(f"gen-problems: error: {error}", file=sys.stderr)
         return 2
-    except CrossCheckError as error:
-        print(f"gen-problems: internal error, the two solvers disagree: {error}", file=sys.stderr)
+    except TexMissing as error:
+        print(f"gen-problems: error: {error}", file=sys.stderr)
+        return 2
+    except (TexError, CrossCheckError) as error:
+        print(f"gen-problems: {error}", file=sys.stderr)
         return 1
 
 
 def run(args: argparse.Namespace) -> int:
     check_options(args)
+    info_fields = header_fields(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
     specs = load_spec_file(args.spec) if args.spec else sample_specs(args.count or 20, seed)
-    solutions = [solve_checked(spec) for spec in specs]
-    info = DocumentInfo(title=args.title, seed=None if args.spec else seed, decimals=args.decimals)
+    solutions = [solve_checked(spec) for spec in progress(specs, "solving")]
+    info = DocumentInfo(**info_fields, seed=None if args.spec else seed, decimals=args.decimals)
     documents = {"problems.json": problems_json(solutions, info),
-                 **render_markdown(solutions, info, args.templates)}
+                 **render_markdown(solutions, info, args.templates),
+                 **render_latex(solutions, info, args.templates)}
+    if args.pdf:
+        documents.update(compile_with_progress({n: t for n, t in documents.items() if n.endswith(".tex")}))
     for name in args.format:
         print(documents["answers.md" if name == "md" else "problems.json"], end="")
     paths = write_outputs(args.out, documents)
     print(f"wrote {len(solutions)} problems to {', '.join(str(p) for p in paths)}"
           + ("" if args.spec else f" (seed {seed})"), file=sys.stderr)
     return 0
+
+
+def progress(items, label: str):
+    """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
+    return tqdm(items, desc=label, unit="problem", leave=False,
+                disable=not sys.stderr.isatty() or len(items) < 50)
+
+
+def compile_with_progress(sources: dict[str, str]) -> dict[str, bytes]:
+    with tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False,
+              disable=not sys.stderr.isatty()) as bar:
+        compiled = compile_pdfs(sources, on_done=lambda name: bar.update())
+    return {name: document.pdf for name, document in compiled.items()}
+
+
+def header_fields(args: argparse.Namespace) -> dict[str, str]:
+    """Header texts: from --config first, then each option given on the command line."""
+    fields = load_header_config(args.config) if args.config else {}
+    fields.update({name: getattr(args, name) for name in HEADER_FIELDS
+                   if getattr(args, name) is not None})
+    for name, text in fields.items():
+        if not isinstance(text, str) or len(text) > MAX_HEADER_TEXT:
+            raise UsageError(f"{name} must be text of at most {MAX_HEADER_TEXT} characters")
+    return fields
+
+
+def load_header_config(path: Path) -> dict[str, str]:
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--config {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"--config {path}: not a readable TOML file ({error})") from None
+    unknown = sorted(set(config) - set(HEADER_FIELDS))
+    if unknown:
+        raise UsageError(f"--config {path}: unknown key {unknown[0]!r} "
+                         f"(known: {', '.join(HEADER_FIELDS)})")
+    return config
 
 
 def check_options(args: argparse.Namespace) -> None:

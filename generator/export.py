@@ -15,6 +15,7 @@ import re
 import sympy
 
 from .engine import Solution
+from .formatting import exact_text
 from .render import DocumentInfo
 
 SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
@@ -42,7 +43,7 @@ def problem_record(solution: Solution) -> dict:
         "formulas": {step.name: step.formula for step in solution.steps},
         "steps": {step.name: [[_float_or_null(n.value) for n in row] for row in step.entries]
                   for step in solution.steps},
-        "exact": {step.name: [[str(n.exact) for n in row] for row in step.entries]
+        "exact": {step.name: [[exact_text(n) for n in row] for row in step.entries]
                   for step in solution.steps},
     }
 

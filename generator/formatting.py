@@ -9,11 +9,14 @@ from its full-precision value, and an "≈" says so where the working shows it.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 
 import sympy
+from sympy.printing.str import StrPrinter
 
 from .engine import Num
 
+_UNSORTED = StrPrinter({"order": "none"})
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
 
@@ -21,9 +24,10 @@ SCIENTIFIC_FROM = Decimal(10) ** 7
 def is_exact_at(num: Num, decimals: int) -> bool:
     """True when ``decimal_text`` writes the number without rounding it."""
     exact = num.exact
-    return bool(exact.is_Rational and (exact * 10**decimals).is_Integer)
+    return bool(exact.is_Rational and 10**decimals % exact.q == 0)
 
 
+@lru_cache(maxsize=65536)  # the same numbers recur across the key, the sheet and the formats
 def decimal_text(num: Num, decimals: int) -> str:
     """A number as a student writes it: exact if short, else rounded to ``decimals``."""
     exact = num.exact
@@ -49,9 +53,14 @@ def relation(num: Num, decimals: int) -> str:
     return "=" if is_exact_at(num, decimals) else "≈"
 
 
+@lru_cache(maxsize=65536)
 def exact_text(num: Num) -> str:
-    """The exact form in plain text, e.g. 'sqrt(2)/2', 'exp(1/2)/(1 + exp(1/2))'."""
-    return str(num.exact)
+    """The exact form in plain text, e.g. 'sqrt(2)/2', 'exp(1/2)/(1 + exp(1/2))'.
+
+    Terms stay in the order the engine built them: sorting them, as str() does,
+    costs more than all the rest of a run.
+    """
+    return _UNSORTED.doprint(num.exact)
 
 
 def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:
@@ -79,3 +88,48 @@ def plain_matrix(rows: list[list[str]], indent: str = "    ") -> str:
     widths = [max(len(row[j]) for row in rows) for j in range(len(rows[0]))]
     lines = ["[ " + "  ".join(t.rjust(w) for t, w in zip(row, widths)) + " ]" for row in rows]
     return "\n".join(indent + line for line in lines)
+
+
+# --- LaTeX -----------------------------------------------------------------
+
+def latex_number(num: Num, decimals: int) -> str:
+    text = decimal_text(num, decimals)
+    if text == "-inf":
+        return r"-\infty"
+    if "e" in text:  # 2.6881e+43 -> 2.6881\times10^{43}
+        mantissa, exponent = text.split("e")
+        return rf"{mantissa}\times 10^{{{int(exponent)}}}"
+    return text
+
+
+def latex_vector(texts: list[str]) -> str:
+    # \allowbreak: a long vector may wrap inside running text instead of overrunning the margin.
+    return r"[" + r",\ \allowbreak ".join(texts) + r"]"
+
+
+def latex_matrix(rows: list[list[str]]) -> str:
+    """A bracketed array with right-aligned columns, so decimals line up."""
+    body = r" \\ ".join(" & ".join(row) for row in rows)
+    return rf"\left[\begin{{array}}{{{'r' * len(rows[0])}}}{body}\end{{array}}\right]"
+
+
+def short_exact_latex(num: Num, decimals: int, limit: int = 14) -> str | None:
+    """sympy's LaTeX of the exact form, when the plain form is short (see short_exact_text)."""
+    if short_exact_text(num, decimals, limit) is None:
+        return None
+    return sympy.latex(num.exact)
+
+
+def exact_latex(value: sympy.Expr) -> str:
+    """An exact value as LaTeX: \\frac{\\sqrt{5}}{5}."""
+    return sympy.latex(value)
+
+
+# Each step's matrix symbol in LaTeX; an entry is written symbol_{i,j}.
+LATEX_SYMBOLS = {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "Q": "Q", "K": "K",
+                 "V": "V", "scores": "S", "scaled": r"\tilde{S}", "masked": "M",
+                 "weights": "A", "output": "O"}
+
+
+def latex_symbol(step_name: str) -> str:
+    return LATEX_SYMBOLS.get(step_name, rf"\mathrm{{{step_name}}}")

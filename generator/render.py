@@ -4,6 +4,9 @@ Templates hold layout; numbers become text only through ``formatting``.  A
 user's template folder (``--templates DIR``) is searched before the built-in
 one, so a teacher overrides one file and keeps the rest.  Each step is drawn by
 the first template found of ``steps/<name>``, ``steps/<kind>``, ``steps/default``.
+
+In LaTeX everything a template prints is escaped (pylatex's ``escape_latex``)
+unless it is marked trusted with ``NoEscape``; only ``formatting`` makes those.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from functools import partial
 from pathlib import Path
 
 import jinja2
+from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
 from .engine import Solution
+from .paper import STEP_MARKS, lay_out, total_marks
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -25,39 +30,100 @@ class DocumentInfo:
     """What the header of a document says; set from the command line."""
 
     title: str = "Scaled dot-product self-attention"
+    course: str = ""
+    date: str = ""
+    instructions: str = ("Answer every part. Show every intermediate matrix, in order: "
+                         "each step earns its own marks.")
     seed: int | None = None
     decimals: int = 4
-
-
-def markdown_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
-    environment = jinja2.Environment(
-        loader=_loader(user_templates), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    number = partial(fmt.decimal_text, decimals=decimals)
-    environment.filters.update(
-        num=number,
-        rel=partial(fmt.relation, decimals=decimals),
-        vrel=lambda nums: "=" if all(fmt.is_exact_at(n, decimals) for n in nums) else "≈",
-        exact=partial(fmt.short_exact_text, decimals=decimals),
-        paren=lambda n: fmt.parenthesized(number(n)),
-        vector=lambda nums: "[" + ", ".join(number(n) for n in nums) + "]",
-        matrix=lambda step: fmt.plain_matrix([[number(n) for n in row] for row in step.entries]),
-    )
-    environment.globals["zip"] = zip
-    return environment
 
 
 def render_markdown(solutions: list[Solution], info: DocumentInfo,
                     user_templates: Path | None = None) -> dict[str, str]:
     """The question sheet and the answer key as Markdown, keyed by file name."""
-    environment = markdown_environment(info.decimals, user_templates)
-    context = dict(solutions=solutions, info=info)
-    return {
-        "questions.md": environment.get_template("markdown/questions.md.j2").render(context),
-        "answers.md": environment.get_template("markdown/answers.md.j2").render(context),
-    }
+    return _render_pair(markdown_environment(info.decimals, user_templates), "markdown", "md",
+                        solutions, info)
 
 
-def _loader(user_templates: Path | None) -> jinja2.BaseLoader:
+def render_latex(solutions: list[Solution], info: DocumentInfo,
+                 user_templates: Path | None = None) -> dict[str, str]:
+    """The question sheet and the answer key as LaTeX sources, keyed by file name."""
+    return _render_pair(latex_environment(info.decimals, user_templates), "latex", "tex",
+                        solutions, info)
+
+
+def _render_pair(environment, folder, suffix, solutions, info) -> dict[str, str]:
+    problems = lay_out(solutions)
+    context = dict(problems=problems, info=info, total_marks=total_marks(problems),
+                   step_marks=STEP_MARKS)
+    return {f"{document}.{suffix}":
+            environment.get_template(f"{folder}/{document}.{suffix}.j2").render(context)
+            for document in ("questions", "answers")}
+
+
+def markdown_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
+    environment = _environment(user_templates)
+    number = partial(fmt.decimal_text, decimals=decimals)
+    environment.filters.update(
+        num=number,
+        paren=lambda n: fmt.parenthesized(number(n)),
+        vector=lambda nums: "[" + ", ".join(number(n) for n in nums) + "]",
+        matrix=lambda step: fmt.plain_matrix([[number(n) for n in row] for row in step.entries]),
+        exact=partial(fmt.short_exact_text, decimals=decimals),
+        **_relations(decimals, exact="=", rounded="≈"),
+    )
+    return environment
+
+
+def latex_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
+    # Delimiters that TeX never writes: {{ }} and {# #} clash with TeX's braces and {#1}.
+    environment = _environment(
+        user_templates, block_start_string="<%", block_end_string="%>",
+        variable_start_string="<<", variable_end_string=">>",
+        comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted)
+    def number(num) -> NoEscape:
+        return NoEscape(fmt.latex_number(num, decimals))
+
+    environment.filters.update(
+        num=number,
+        paren=lambda n: NoEscape(fmt.parenthesized(number(n))),
+        vector=lambda nums: NoEscape(fmt.latex_vector([number(n) for n in nums])),
+        matrix=lambda step: NoEscape(fmt.latex_matrix([[number(n) for n in row]
+                                                       for row in step.entries])),
+        exact=lambda n: _trusted_or_none(fmt.short_exact_latex(n, decimals)),
+        tex=lambda value: NoEscape(fmt.exact_latex(value)),
+        symbol=lambda name: NoEscape(fmt.latex_symbol(name)),
+        **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
+    )
+    return environment
+
+
+def _environment(user_templates: Path | None, **options) -> jinja2.Environment:
     folders = [user_templates] if user_templates else []
-    return jinja2.FileSystemLoader([*folders, BUILTIN_TEMPLATES])
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([*folders, BUILTIN_TEMPLATES]),
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True, autoescape=False, **options)
+    environment.globals["zip"] = zip
+    return environment
+
+
+def _relations(decimals: int, exact: str, rounded: str) -> dict:
+    """Filters that write '=' after an exact number and '≈' after a rounded one."""
+
+    def all_exact(nums) -> bool:
+        return all(fmt.is_exact_at(n, decimals) for n in nums)
+
+    return dict(rel=lambda n: exact if all_exact([n]) else rounded,
+                vrel=lambda nums: exact if all_exact(nums) else rounded)
+
+
+def _escape_untrusted(value):
+    if value is None or isinstance(value, (NoEscape, int)):
+        return value
+    # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
+    return NoEscape(escape_latex(str(value)).replace(r"\^{}", r"\textasciicircum{}"))
+
+
+def _trusted_or_none(text: str | None):
+    return None if text is None else NoEscape(text)

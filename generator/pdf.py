@@ -1,0 +1,114 @@
+"""Stage 4, the PDF writer: LaTeX sources -> PDF bytes, with a real TeX engine.
+
+Each document is compiled by ``pdflatex`` in a private temporary folder,
+non-interactive, shell escape off, every document at once.  One pass is enough:
+the templates use nothing that needs a second (no cross-references, no point
+tables, no page totals), so a pass gives the final text.  On failure the
+temporary folder is kept for inspection and ``TexError`` carries the log's
+relevant lines; nothing lands in the output folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
+INSTALL_HINT = (f"--pdf needs pdflatex, which is not installed: run 'bash scripts/setup.sh', or "
+                f"'sudo apt-get install --no-install-recommends {TEX_PACKAGES}'")
+TEX_TIMEOUT_SECONDS = 300
+# Paranoid file access: TeX may read and write only in its own folder.
+TEX_ENVIRONMENT = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
+# A fixed timestamp (unless the caller sets one) makes the same seed give the same PDF bytes.
+REPRODUCIBLE_DATE = "1767225600"  # 2026-01-01
+
+
+FILE_LINE_ERROR = re.compile(r"^\S+\.tex:\d+: ")
+
+
+class TexMissing(Exception):
+    """No TeX engine on this machine."""
+
+
+class TexError(Exception):
+    """pdflatex failed; the message holds the log's error lines and the kept .tex path."""
+
+
+@dataclass(frozen=True)
+class Compiled:
+    pdf: bytes
+    log: str
+
+
+def compile_pdfs(sources: dict[str, str], on_done=lambda name: None) -> dict[str, Compiled]:
+    """Compile every ``name.tex`` source; return ``name.pdf`` -> its PDF and TeX log."""
+    engine = shutil.which("pdflatex")
+    if engine is None:
+        raise TexMissing(INSTALL_HINT)
+    folder = Path(tempfile.mkdtemp(prefix="gen-problems-tex-"))
+    for name, text in sources.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    pdfs = _run_all(engine, folder, list(sources), on_done)  # on TexError the folder stays
+    shutil.rmtree(folder, ignore_errors=True)
+    return pdfs
+
+
+def _run_all(engine: str, folder: Path, names: list[str], on_done) -> dict[str, Compiled]:
+    """Run pdflatex on every file, as many at once as there are cores."""
+    pending, running, pdfs = list(names), {}, {}
+    limit = max(2, os.cpu_count() or 1)
+    try:
+        while pending or running:
+            while pending and len(running) < limit:
+                name = pending.pop(0)
+                running[name] = _start(engine, folder, name)
+            name, process = next(iter(running.items()))
+            _wait(process, folder / name)
+            del running[name]
+            tex = folder / name
+            pdfs[tex.with_suffix(".pdf").name] = Compiled(
+                tex.with_suffix(".pdf").read_bytes(),
+                tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"))
+            on_done(name)
+    finally:
+        for process in running.values():
+            process.kill()
+    return pdfs
+
+
+def _start(engine: str, folder: Path, name: str) -> subprocess.Popen:
+    command = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+               "-file-line-error", name]
+    return subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ,
+                                 **TEX_ENVIRONMENT})
+
+
+def _wait(process: subprocess.Popen, tex: Path) -> None:
+    try:
+        code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise TexError(f"pdflatex took over {TEX_TIMEOUT_SECONDS} s on {tex}") from None
+    if code != 0 or not tex.with_suffix(".pdf").exists():
+        excerpt = log_errors(tex.with_suffix(".log"))
+        raise TexError(f"pdflatex failed on {tex} (kept for inspection):\n{excerpt}")
+
+
+def log_errors(log: Path, context: int = 3) -> str:
+    """The lines of a TeX log that say what went wrong: each '!' or file:line: error and a few after."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "  (no log was written)"
+    picked: list[str] = []
+    for index, line in enumerate(lines):
+        if line.startswith("!") or FILE_LINE_ERROR.match(line):
+            picked += lines[index:index + context + 1]
+    return "\n".join("  " + line for line in (picked or lines[-context * 3:])[:20])
