@@ -8,12 +8,13 @@ input leaves the output folder as it was.  User errors print one line and exit 2
 from __future__ import annotations
 
 import argparse
+import gc
+import os
+from concurrent.futures import ThreadPoolExecutor
 import secrets
 import sys
 import tomllib
 from pathlib import Path
-
-from tqdm import tqdm
 
 from .crosscheck import CrossCheckError, cross_check
 from .engine import Solution, solve
@@ -94,11 +95,14 @@ def run(args: argparse.Namespace) -> int:
     specs = load_spec_file(args.spec) if args.spec else sample_specs(args.count or 20, seed)
     solutions = [solve_checked(spec) for spec in progress(specs, "solving")]
     info = DocumentInfo(**info_fields, seed=None if args.spec else seed, decimals=args.decimals)
-    documents = {"problems.json": problems_json(solutions, info),
-                 **render_markdown(solutions, info, args.templates),
-                 **render_latex(solutions, info, args.templates)}
-    if args.pdf:
-        documents.update(compile_with_progress({n: t for n, t in documents.items() if n.endswith(".tex")}))
+    documents = render_latex(solutions, info, args.templates)
+    with ThreadPoolExecutor(max_workers=1) as background:
+        # TeX runs in its own processes while Python renders the other formats.
+        pdfs = background.submit(compile_with_progress, dict(documents)) if args.pdf else None
+        documents.update({"problems.json": problems_json(solutions, info),
+                          **render_markdown(solutions, info, args.templates)})
+        if pdfs:
+            documents.update(pdfs.result())
     for name in args.format:
         print(documents["answers.md" if name == "md" else "problems.json"], end="")
     paths = write_outputs(args.out, documents)
@@ -109,14 +113,20 @@ def run(args: argparse.Namespace) -> int:
 
 def progress(items, label: str):
     """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
-    return tqdm(items, desc=label, unit="problem", leave=False,
-                disable=not sys.stderr.isatty() or len(items) < 50)
+    if not sys.stderr.isatty() or len(items) < 50:
+        return items
+    from tqdm import tqdm  # imported only when shown: it is a fifth of a short run's start-up
+    return tqdm(items, desc=label, unit="problem", leave=False)
 
 
 def compile_with_progress(sources: dict[str, str]) -> dict[str, bytes]:
-    with tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False,
-              disable=not sys.stderr.isatty()) as bar:
-        compiled = compile_pdfs(sources, on_done=lambda name: bar.update())
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+        bar = tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False)
+    compiled = compile_pdfs(sources, on_done=lambda name: bar and bar.update())
+    if bar:
+        bar.close()
     return {name: document.pdf for name, document in compiled.items()}
 
 
@@ -167,5 +177,18 @@ def solve_checked(spec: ProblemSpec) -> Solution:
     return solution
 
 
+def entry() -> None:
+    """The console script: run, then leave without tearing down the interpreter.
+
+    Every file is written and closed by then; freeing sympy's many objects one by
+    one at exit would add a tenth of a second to every run.
+    """
+    gc.disable()  # short-lived process: collecting sympy's cycles only costs time
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -16,7 +16,23 @@ from sympy.printing.str import StrPrinter
 
 from .engine import Num
 
-_UNSORTED = StrPrinter({"order": "none"})
+class _RememberingPrinter(StrPrinter):
+    """sympy's str printer, remembering what it printed: an output entry repeats its
+    weights, and a weight repeats its row's exponentials, many times over."""
+
+    def __init__(self) -> None:
+        super().__init__({"order": "none"})
+        self._printed: dict = {}
+
+    def _print(self, expr, **kwargs) -> str:
+        if kwargs:
+            return super()._print(expr, **kwargs)
+        if expr not in self._printed:
+            self._printed[expr] = super()._print(expr)
+        return self._printed[expr]
+
+
+_UNSORTED = _RememberingPrinter()
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
 
