@@ -159,6 +159,9 @@ class Evaluator:
 
     def blend(self, pairs) -> Num:
         """sum of weight·value, left as written (no document shows it simplified)."""
+        values = {v.exact for w, v in pairs if w.exact != 0}
+        if len(values) == 1:  # the weights sum to 1, so blending equal values gives that value
+            return self(values.pop())
         terms = [w.exact if v.exact == 1 else sympy.Mul(w.exact, v.exact, evaluate=False)
                  for w, v in pairs if w.exact != 0 and v.exact != 0]
         exact = sympy.Add(*terms, evaluate=False) if terms else sympy.S.Zero
