@@ -10,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=.venv
-TEX_PACKAGES="texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern latexmk"
+TEX_PACKAGES="texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
 TORCH_WHEEL_DIR=${TORCH_WHEEL_DIR:-/opt/wheels}
 
 say() { echo "setup: $*" >&2; }
@@ -41,7 +41,7 @@ install_torch_from_disk() {
 }
 
 install_tex() {
-  command -v pdflatex >/dev/null && command -v latexmk >/dev/null && return 0
+  command -v pdflatex >/dev/null && return 0
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   if ! command -v apt-get >/dev/null; then
