@@ -1,0 +1,33 @@
+"""Whole outputs held against reviewed snapshots in tests/snapshots/.
+
+After a deliberate change, regenerate them and review the diff before committing:
+
+    UPDATE_SNAPSHOTS=1 bash scripts/test.sh tests/test_snapshots.py
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+EXAMPLES = Path(__file__).parents[1] / "examples"
+RUNS = {
+    "worked-example": ["--spec", str(EXAMPLES / "worked-example.toml")],
+    "seed-7": ["--count", "2", "--seed", "7"],
+    "module05-causal": ["--spec", str(SNAPSHOTS / "module05-causal.json")],
+}
+FILES = ("questions.tex", "answers.tex", "questions.md", "answers.md", "problems.json")
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_outputs_match_the_reviewed_snapshots(run, tmp_path, run_cli):
+    code, _, err = run_cli(*RUNS[run], "--out", tmp_path)
+    assert code == 0, err
+    for name in FILES:
+        snapshot = SNAPSHOTS / run / name
+        produced = (tmp_path / name).read_text(encoding="utf-8")
+        if os.environ.get("UPDATE_SNAPSHOTS"):
+            snapshot.parent.mkdir(parents=True, exist_ok=True)
+            snapshot.write_text(produced, encoding="utf-8")
+        assert produced == snapshot.read_text(encoding="utf-8"), f"{run}/{name} changed"
