@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from conftest import WORKED_EXAMPLE
 
@@ -141,3 +142,30 @@ def test_installed_console_script(tmp_path):
     failed = subprocess.run([script, "--count", "0"], capture_output=True, text=True, timeout=120)
     assert (failed.returncode, failed.stderr) == (
         2, "gen-problems: error: --count must be between 1 and 2000, got 0\n")
+
+
+def test_header_from_config_file_and_options(tmp_path, run_cli):
+    config = tmp_path / "header.toml"
+    config.write_text('course = "ML 101"\ndate = "1 March 2027"\ntitle = "From the file"\n'
+                      'instructions = "Calculators allowed."\n')
+    code, _, err = run_cli("--count", "1", "--seed", "1", "--out", tmp_path / "o",
+                           "--config", config, "--title", "Midterm: attention")
+    assert code == 0, err
+    questions = (tmp_path / "o" / "questions.tex").read_text()
+    assert r"{\Large\bfseries Midterm: attention}" in questions
+    assert "ML 101" in questions and "1 March 2027" in questions
+    assert "Calculators allowed." in questions
+    assert "Name:" in questions and "Name:" not in (tmp_path / "o" / "answers.tex").read_text()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('colour = "red"', "unknown key 'colour'"),
+    ("course = [1]", "course must be text"),
+    ("course = ", "not a readable TOML file"),
+])
+def test_bad_config_files(tmp_path, run_cli, text, expected):
+    config = tmp_path / "header.toml"
+    config.write_text(text)
+    code, _, err = run_cli("--count", "1", "--out", tmp_path / "o", "--config", config)
+    assert code == 2 and expected in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
