@@ -23,7 +23,7 @@ from .export import problems_json
 from .output import write_outputs
 from .pdf import TexError, TexMissing, compile_pdfs
 from .render import DocumentInfo, render_latex, render_markdown
-from .sampling import sample_specs
+from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
 from .spec import ProblemSpec, SpecError, load_spec_file
 
 MAX_COUNT = 2000
@@ -55,6 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how many random problems to draw (default 20)")
     source.add_argument("--seed", type=int, metavar="S",
                         help="seed of the random draw; the same seed gives the same set")
+    source.add_argument("--problem", metavar="ID",
+                        help="draw again the one problem with this id (e.g. M42-7), same options")
+    draw = parser.add_argument_group("what random problems look like (a preset, then overrides)")
+    draw.add_argument("--difficulty", choices=list(PRESETS), default="medium",
+                      help="easy: 2 one-hot tokens; medium: 3 tokens, small integers, d_k = 4; "
+                           "hard: two-place decimals, 3-5 tokens, some masked (default medium)")
+    draw.add_argument("--tokens", type=token_range, metavar="N|A-B",
+                      help="tokens per problem, a number or a range such as 2-4")
+    draw.add_argument("--d-model", type=int, metavar="N", help="embedding width")
+    draw.add_argument("--dk", type=int, metavar="N", help="width of queries and keys")
+    draw.add_argument("--dv", type=int, metavar="N", help="width of values")
+    draw.add_argument("--embeddings", choices=EMBEDDINGS, help="kind of entries of X")
+    draw.add_argument("--weights", choices=WEIGHTS, help="kind of weight matrices")
+    draw.add_argument("--mask", choices=MASK_CHOICES, help="causal masking: none, all, or mixed")
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
                         help="output folder (default: out/)")
@@ -92,9 +106,11 @@ def run(args: argparse.Namespace) -> int:
     check_options(args)
     info_fields = header_fields(args)
     seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
-    specs = load_spec_file(args.spec) if args.spec else sample_specs(args.count or 20, seed)
+    specs = load_spec_file(args.spec) if args.spec else draw_specs(args, seed)
     solutions = [solve_checked(spec) for spec in progress(specs, "solving")]
-    info = DocumentInfo(**info_fields, seed=None if args.spec else seed, decimals=args.decimals)
+    drawn = not (args.spec or args.problem)
+    info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
+                        draw_command=draw_command(args, seed) if drawn else "")
     documents = render_latex(solutions, info, args.templates)
     with ThreadPoolExecutor(max_workers=1) as background:
         # TeX runs in its own processes while Python renders the other formats.
@@ -107,8 +123,37 @@ def run(args: argparse.Namespace) -> int:
         print(documents["answers.md" if name == "md" else "problems.json"], end="")
     paths = write_outputs(args.out, documents)
     print(f"wrote {len(solutions)} problems to {', '.join(str(p) for p in paths)}"
-          + ("" if args.spec else f" (seed {seed})"), file=sys.stderr)
+          + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
     return 0
+
+
+def token_range(text: str) -> tuple[int, int]:
+    """'3' -> (3, 3); '2-4' -> (2, 4)."""
+    low, _, high = text.partition("-")
+    try:
+        return int(low), int(high or low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or a range such as 2-4, got {text!r}")
+
+
+def draw_specs(args: argparse.Namespace, seed: int) -> list[ProblemSpec]:
+    options = draw_options(args.difficulty, decimals=args.decimals, tokens=args.tokens,
+                           d_model=args.d_model, d_k=args.dk, d_v=args.dv,
+                           embeddings=args.embeddings, weights=args.weights, mask=args.mask)
+    if args.problem:
+        return [sample_problem(options, args.problem)]
+    return sample_set(options, seed, args.count or 20)
+
+
+def draw_command(args: argparse.Namespace, seed: int) -> str:
+    """The options that fix a random set, so the documents can say how to draw it again."""
+    words = [f"--seed {seed}", f"--count {args.count or 20}", f"--difficulty {args.difficulty}"]
+    if args.tokens:
+        words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
+    for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask"):
+        if getattr(args, name) is not None:
+            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
+    return "gen-problems " + " ".join(words)
 
 
 def progress(items, label: str):
@@ -156,8 +201,10 @@ def load_header_config(path: Path) -> dict[str, str]:
 
 
 def check_options(args: argparse.Namespace) -> None:
-    if args.spec and (args.count is not None or args.seed is not None):
-        raise UsageError("--spec solves the file's problems; it takes no --count or --seed")
+    if args.spec and (args.count is not None or args.seed is not None or args.problem):
+        raise UsageError("--spec solves the file's problems; it takes no --count, --seed or --problem")
+    if args.problem and (args.count is not None or args.seed is not None):
+        raise UsageError("--problem ID names its own seed; it takes no --count or --seed")
     if args.count is not None and not 1 <= args.count <= MAX_COUNT:
         raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got {args.count}")
     if not 0 <= args.decimals <= MAX_DECIMALS:

@@ -36,6 +36,7 @@ class DocumentInfo:
                          "each step earns its own marks.")
     seed: int | None = None
     decimals: int = 4
+    draw_command: str = ""  # how to draw the same random set again; empty for a spec file
 
 
 def render_markdown(solutions: list[Solution], info: DocumentInfo,

@@ -1,41 +1,162 @@
-"""Stage 1, random specs: draw small integer problems from an explicit seed.
+"""Stage 1, random specs: draw exam-worthy problems from an explicit seed.
 
-Each problem of a set gets its own generator, seeded from (set seed, index),
-so problem 7 of seed 42 is the same whatever the count; its id ``42-7`` says
-how to draw it again.
+A draw is fixed by its ``DrawOptions`` (a difficulty preset, possibly with
+overrides), the set seed, the version and the problem's index.  Problem ``index``
+of a set tries candidates seeded (seed, version, index, attempt) for attempt = 0,
+1, 2, ... and keeps the first that ``worthiness.is_exam_worthy`` accepts and that
+differs from the set's earlier problems, also up to swapping tokens.  So a
+problem depends only on the problems before it, and its id (``M42-7``:
+difficulty, seed, index; ``M42v3-7`` in version 3) is enough to draw it again
+with the same options.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, replace
+
 import numpy as np
 import sympy
 
-from .spec import ProblemSpec
+from .spec import MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
+from .worthiness import Candidate, is_exam_worthy
 
-SMALL_INTEGERS = (-1, 0, 1, 2)
-
-
-def sample_specs(count: int, seed: int) -> list[ProblemSpec]:
-    return [sample_spec(seed, index) for index in range(1, count + 1)]
-
-
-def sample_spec(seed: int, index: int) -> ProblemSpec:
-    """Problem ``index`` of set ``seed``: 2 to 4 tokens, small integer X and weights."""
-    rng = np.random.default_rng([seed, index])
-    tokens = int(rng.integers(2, 5))
-    d_model, d_k, d_v = (int(d) for d in rng.integers(2, 4, size=3))
-    matrices = {
-        "X": _integer_matrix(rng, tokens, d_model),
-        "W_Q": _integer_matrix(rng, d_model, d_k),
-        "W_K": _integer_matrix(rng, d_model, d_k),
-        "W_V": _integer_matrix(rng, d_model, d_v),
-    }
-    return ProblemSpec(id=f"{seed}-{index}", matrices=matrices, seed=seed)
+EMBEDDINGS = ("one-hot", "integer", "decimal")
+WEIGHTS = ("identity", "diagonal", "integer", "decimal")
+MASK_CHOICES = ("none", "causal", "mixed")
+MAX_ATTEMPTS = 5000
 
 
-def _integer_matrix(rng: np.random.Generator, rows: int, columns: int):
-    """A matrix of small integers with no all-zero row (a zero row makes a trivial question)."""
-    while True:
-        values = rng.choice(SMALL_INTEGERS, size=(rows, columns))
-        if np.all(np.any(values != 0, axis=1)):
-            return tuple(tuple(sympy.Integer(int(v)) for v in row) for row in values)
+@dataclass(frozen=True)
+class DrawOptions:
+    """What a random problem looks like; the presets below fill it in."""
+
+    difficulty: str
+    tokens: tuple[int, int]
+    d_model: int
+    d_k: int
+    d_v: int
+    embeddings: str
+    weights: str
+    mask: str
+    decimals: int = 4
+
+
+PRESETS = {
+    # the first seed's kind: two one-hot tokens, diagonal weights, d_k = 2
+    "easy": DrawOptions("easy", (2, 2), 2, 2, 2, "one-hot", "diagonal", "none"),
+    # small integers throughout; d_k = 4 so the scaling (by 2) is exact
+    "medium": DrawOptions("medium", (3, 3), 3, 4, 3, "integer", "integer", "none"),
+    # the second seed's kind: two-place decimals, 3 to 5 tokens, some masked
+    "hard": DrawOptions("hard", (3, 5), 4, 4, 4, "decimal", "decimal", "mixed"),
+}
+
+
+def draw_options(difficulty: str = "medium", decimals: int = 4, **overrides) -> DrawOptions:
+    """The preset with every override that is not None; raises SpecError on a bad combination."""
+    options = replace(PRESETS[difficulty], decimals=decimals,
+                      **{k: v for k, v in overrides.items() if v is not None})
+    check_draw_options(options)
+    return options
+
+
+def check_draw_options(options: DrawOptions) -> None:
+    low, high = options.tokens
+    if not 1 <= low <= high <= MAX_TOKENS:
+        raise SpecError(f"--tokens {low}-{high}: need 1 <= low <= high <= {MAX_TOKENS}")
+    for name, option in (("d_model", "--d-model"), ("d_k", "--dk"), ("d_v", "--dv")):
+        if not 1 <= getattr(options, name) <= MAX_DIMENSION:
+            raise SpecError(f"{option} must be between 1 and {MAX_DIMENSION}, "
+                            f"got {getattr(options, name)}")
+    if options.embeddings == "one-hot" and options.d_model < high:
+        raise SpecError(f"--embeddings one-hot needs d_model >= the number of tokens "
+                        f"(got d_model {options.d_model} for {high} tokens)")
+    if options.weights == "identity" and not options.d_model == options.d_k == options.d_v:
+        raise SpecError("--weights identity needs d_model = d_k = d_v")
+
+
+def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1) -> list[ProblemSpec]:
+    """Problems 1..count of one version of a set, each distinct from those before it."""
+    seen: set = set()
+    specs = []
+    for index in range(1, count + 1):
+        candidate = _first_worthy(options, seed, version, index, seen)
+        seen.add(candidate.identity)
+        specs.append(candidate_spec(candidate, problem_id(options, seed, version, index), seed))
+    return specs
+
+
+def sample_problem(options: DrawOptions, problem: str) -> ProblemSpec:
+    """The problem with this id, drawn again (the set's earlier problems decide its redraws)."""
+    seed, version, index = parse_problem_id(problem, options)
+    return sample_set(options, seed, index, version)[-1]
+
+
+def problem_id(options: DrawOptions, seed: int, version: int, index: int) -> str:
+    letter = options.difficulty[0].upper()
+    return f"{letter}{seed}-{index}" if version == 1 else f"{letter}{seed}v{version}-{index}"
+
+
+PROBLEM_ID = re.compile(r"^([EMH])(\d+)(?:v(\d+))?-(\d+)$")
+
+
+def parse_problem_id(text: str, options: DrawOptions) -> tuple[int, int, int]:
+    match = PROBLEM_ID.match(text.strip())
+    if not match:
+        raise SpecError(f"--problem {text!r}: expected an id such as M42-7 or H42v3-7")
+    letter, seed, version, index = match.groups()
+    if letter != options.difficulty[0].upper():
+        raise SpecError(f"--problem {text}: drawn at another difficulty; add --difficulty "
+                        f"{next(d for d in PRESETS if d[0].upper() == letter)}")
+    if not 1 <= int(index) <= 2000:
+        raise SpecError(f"--problem {text}: the problem number must be between 1 and 2000")
+    return int(seed), int(version or 1), int(index)
+
+
+def _first_worthy(options, seed, version, index, seen) -> Candidate:
+    for attempt in range(MAX_ATTEMPTS):
+        rng = np.random.default_rng([seed, version, index, attempt])
+        candidate = draw_candidate(rng, options)
+        if candidate.identity not in seen and is_exam_worthy(candidate, options.difficulty,
+                                                              options.decimals):
+            return candidate
+    raise SpecError(f"could not draw problem {index}: no new exam-worthy problem in {MAX_ATTEMPTS} "
+                    f"draws (these options may allow fewer distinct problems than --count); "
+                    f"allow more tokens, dimensions or another kind of entries")
+
+
+def draw_candidate(rng: np.random.Generator, options: DrawOptions) -> Candidate:
+    tokens = int(rng.integers(options.tokens[0], options.tokens[1] + 1))
+    x = _embeddings(rng, options.embeddings, tokens, options.d_model)
+    w_q, w_k, w_v = (_weights(rng, options.weights, options.d_model, d)
+                     for d in (options.d_k, options.d_k, options.d_v))
+    masked = options.mask == "causal" or (options.mask == "mixed" and bool(rng.integers(2)))
+    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none")
+
+
+def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:
+    if kind == "one-hot":
+        return np.eye(d_model)[rng.permutation(d_model)[:tokens]]
+    if kind == "integer":
+        return rng.choice([-1, 0, 1, 2], p=[0.2, 0.3, 0.35, 0.15], size=(tokens, d_model)).astype(float)
+    return np.round(rng.standard_normal((tokens, d_model)), 2)
+
+
+def _weights(rng, kind: str, rows: int, columns: int) -> np.ndarray:
+    if kind == "identity":
+        return np.eye(rows, columns)
+    if kind == "diagonal":
+        return np.eye(rows, columns) * rng.integers(1, 4, size=columns)
+    if kind == "integer":
+        return rng.choice([-1, 0, 1], p=[0.25, 0.4, 0.35], size=(rows, columns)).astype(float)
+    return np.round(rng.standard_normal((rows, columns)), 2)
+
+
+def candidate_spec(candidate: Candidate, problem: str, seed: int) -> ProblemSpec:
+    """The candidate's floats (integers or two-place decimals) as exact sympy numbers."""
+    def exact(matrix: np.ndarray):
+        return tuple(tuple(sympy.Rational(int(round(v * 100)), 100) for v in row) for row in matrix)
+
+    matrices = {"X": exact(candidate.x), "W_Q": exact(candidate.w_q),
+                "W_K": exact(candidate.w_k), "W_V": exact(candidate.w_v)}
+    return ProblemSpec(id=problem, matrices=matrices, mask=candidate.mask, seed=seed)

@@ -77,8 +77,8 @@ def test_random_set_is_reproducible_byte_for_byte(tmp_path, run_cli):
     for name in ("problems.json", "questions.md", "answers.md"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     problems = load(tmp_path / "a")["problems"]
-    assert [p["id"] for p in problems] == ["7-1", "7-2", "7-3", "7-4", "7-5"]
-    assert all(2 <= p["shape"]["n_queries"] <= 4 for p in problems)
+    assert [p["id"] for p in problems] == ["M7-1", "M7-2", "M7-3", "M7-4", "M7-5"]
+    assert all(p["shape"]["n_queries"] == 3 for p in problems)
 
 
 def test_problem_i_of_a_seed_does_not_depend_on_the_count(tmp_path, run_cli):

@@ -1,0 +1,76 @@
+"""What makes a drawn problem worth putting in an exam, checked in float64 before any exact work.
+
+A candidate is rejected when a question would be trivial or unpleasant by hand:
+  - a zero row in X, Q, K or V, or two equal rows in one of them (two tokens
+    alike, or a row of the working that merely repeats another);
+  - at easy and medium, an entry of Q, K or V beyond ``QKV_BOUND`` or a raw score
+    beyond ``SCORE_BOUND`` (both integers there by construction);
+  - a scaled score beyond ``SCALED_BOUND`` (e^6 ≈ 403 is as far as a calculator
+    exercise should go);
+  - a softmax row (with two or more unmasked keys) whose weights are all equal, or
+    with a weight that would show as 0.0000 or 1.0000 at the shown decimals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .crosscheck import attention_steps
+
+QKV_BOUND = {"easy": 3, "medium": 3}
+SCORE_BOUND = {"easy": 6, "medium": 8}
+SCALED_BOUND = 6.0
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    x: np.ndarray
+    w_q: np.ndarray
+    w_k: np.ndarray
+    w_v: np.ndarray
+    mask: str
+
+    @property
+    def identity(self) -> tuple:
+        """Equal for two problems that differ only in the order of their tokens."""
+        tokens = tuple(sorted(tuple(row) for row in self.x.tolist()))
+        return (tokens, self.w_q.tobytes(), self.w_k.tobytes(), self.w_v.tobytes(), self.mask)
+
+
+def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
+    steps = attention_steps({"X": candidate.x, "W_Q": candidate.w_q, "W_K": candidate.w_k,
+                             "W_V": candidate.w_v}, candidate.mask)
+    return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
+            and _within_bounds(steps, difficulty)
+            and _readable_weights(steps["weights"], candidate.mask, decimals))
+
+
+def _no_zero_rows(matrix: np.ndarray) -> bool:
+    return bool(np.all(np.any(matrix != 0, axis=1)))
+
+
+def _distinct_nonzero_rows(matrix: np.ndarray) -> bool:
+    return _no_zero_rows(matrix) and len({tuple(row) for row in matrix.tolist()}) == len(matrix)
+
+
+def _within_bounds(steps: dict[str, np.ndarray], difficulty: str) -> bool:
+    if np.abs(steps["scaled"]).max() > SCALED_BOUND:
+        return False
+    if difficulty not in QKV_BOUND:
+        return True
+    largest_qkv = max(np.abs(steps[name]).max() for name in "QKV")
+    return largest_qkv <= QKV_BOUND[difficulty] and np.abs(steps["scores"]).max() <= SCORE_BOUND[difficulty]
+
+
+def _readable_weights(weights: np.ndarray, mask: str, decimals: int) -> bool:
+    """No weight shows as 0 or 1 after rounding, and no row is uniform (masked keys aside)."""
+    half_unit = 0.5 * 10.0**-decimals
+    for i, row in enumerate(weights):
+        unmasked = row[: i + 1] if mask == "causal" else row
+        if len(unmasked) < 2:
+            continue  # a causal first row is exactly [1, 0, ...]: that is the mask's lesson
+        if np.ptp(unmasked) < 1e-9 or unmasked.min() <= half_unit or unmasked.max() >= 1 - half_unit:
+            return False
+    return True

@@ -1,0 +1,134 @@
+"""Random problems worth an exam: presets, constraints, distinctness, reproducibility."""
+
+import json
+
+import numpy as np
+import pytest
+import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.cli import solve_checked
+from generator.sampling import PRESETS, draw_options, sample_problem, sample_set
+from generator.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
+
+
+def entries(spec, name):
+    return [x for row in spec.matrices[name] for x in row]
+
+
+def token_order_free(spec):
+    """A problem's identity up to swapping tokens: its sorted X rows and its weights."""
+    return (tuple(sorted(spec.matrices["X"])), spec.matrices["W_Q"], spec.matrices["W_K"],
+            spec.matrices["W_V"], spec.mask)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), difficulty=st.sampled_from(list(PRESETS)),
+       count=st.integers(1, 8))
+def test_every_drawn_problem_meets_its_difficulty(seed, difficulty, count):
+    options = draw_options(difficulty)
+    specs = sample_set(options, seed, count)
+    assert len({token_order_free(s) for s in specs}) == count
+    for spec in specs:
+        solution = solve_checked(spec)  # raises if the exact engine and numpy disagree
+        check_constraints(solution, difficulty, options.decimals)
+
+
+def check_constraints(solution, difficulty, decimals):
+    for name in ("X", "Q", "K", "V"):
+        rows = solution.step(name).exact
+        assert len(set(rows)) == len(rows), f"repeated row in {name}"
+        assert all(any(x != 0 for x in row) for row in rows), f"zero row in {name}"
+    if difficulty in QKV_BOUND:
+        for name in "QKV":
+            assert all(x.is_Integer and abs(x) <= QKV_BOUND[difficulty]
+                       for row in solution.step(name).exact for x in row)
+        assert all(s.is_Integer and abs(s) <= SCORE_BOUND[difficulty]
+                   for row in solution.step("scores").exact for s in row)
+    assert np.abs(solution.step("scaled").numeric).max() <= SCALED_BOUND
+    if difficulty == "medium":  # d_k = 4: every scaled score is a whole or half number
+        assert all((2 * s).is_Integer for row in solution.step("scaled").exact for s in row)
+    masked = solution.spec.mask == "causal"
+    for i, row in enumerate(solution.step("weights").numeric):
+        shown = row[: i + 1] if masked else row
+        if len(shown) > 1:
+            assert np.ptp(shown) > 1e-9, "uniform weights"
+            assert all(0.5 * 10**-decimals < w < 1 - 0.5 * 10**-decimals for w in shown)
+
+
+def test_easy_is_the_first_seeds_kind():
+    for spec in sample_set(draw_options("easy"), 3, 10):
+        assert (spec.n_queries, spec.d_model, spec.d_k, spec.d_v, spec.mask) == (2, 2, 2, 2, "none")
+        assert sorted(map(tuple, spec.matrices["X"])) == [(0, 1), (1, 0)]  # one-hot
+        for name in ("W_Q", "W_K", "W_V"):
+            w = spec.matrices[name]
+            assert w[0][1] == w[1][0] == 0 and all(w[i][i] in (1, 2, 3) for i in range(2))
+
+
+def test_medium_is_small_integers_with_exact_scaling():
+    for spec in sample_set(draw_options("medium"), 3, 10):
+        assert (spec.n_queries, spec.d_model, spec.d_k, spec.d_v, spec.mask) == (3, 3, 4, 3, "none")
+        assert all(x.is_Integer and -1 <= x <= 2 for x in entries(spec, "X"))
+        assert all(x in (-1, 0, 1) for name in ("W_Q", "W_K", "W_V") for x in entries(spec, name))
+
+
+def test_hard_is_the_second_seeds_kind():
+    specs = sample_set(draw_options("hard"), 3, 30)
+    assert {s.n_queries for s in specs} == {3, 4, 5}
+    assert {s.mask for s in specs} == {"none", "causal"}
+    for spec in specs:
+        assert (spec.d_model, spec.d_k, spec.d_v) == (4, 4, 4)
+        values = [x for name in ("X", "W_Q", "W_K", "W_V") for x in entries(spec, name)]
+        assert all((100 * x).is_Integer for x in values)
+        assert any(not x.is_Integer for x in values)
+
+
+def test_overrides_change_only_what_they_name():
+    options = draw_options("medium", tokens=(4, 5), d_k=2, mask="causal")
+    specs = sample_set(options, 11, 6)
+    assert all(s.n_queries in (4, 5) and s.d_k == 2 and s.mask == "causal" for s in specs)
+    assert all(s.d_model == 3 and s.d_v == 3 for s in specs)
+
+
+def test_a_problem_does_not_depend_on_the_count_or_later_problems():
+    options = draw_options("hard")
+    assert sample_set(options, 5, 3) == sample_set(options, 5, 9)[:3]
+    assert sample_problem(options, "H5-7") == sample_set(options, 5, 7)[-1]
+    assert sample_problem(options, "H5v2-3") == sample_set(options, 5, 3, version=2)[-1]
+    assert sample_set(options, 5, 3, version=2) != sample_set(options, 5, 3)
+
+
+def test_problem_id_regenerates_a_problem_from_a_twenty_problem_set(tmp_path, run_cli):
+    assert run_cli("--count", "20", "--seed", "99", "--out", tmp_path / "set")[0] == 0
+    problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
+    assert problems[12]["id"] == "M99-13"
+    assert run_cli("--problem", "M99-13", "--out", tmp_path / "one")[0] == 0
+    [again] = json.loads((tmp_path / "one" / "problems.json").read_text())["problems"]
+    assert again == problems[12]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--tokens", "0"], "--tokens 0-0: need 1 <= low <= high <= 12"),
+    (["--tokens", "5-2"], "--tokens 5-2: need 1 <= low <= high <= 12"),
+    (["--tokens", "13"], "need 1 <= low <= high <= 12"),
+    (["--tokens", "two"], "expected a number or a range such as 2-4"),
+    (["--dk", "-1"], "--dk must be between 1 and 16, got -1"),
+    (["--d-model", "17"], "--d-model must be between 1 and 16, got 17"),
+    (["--difficulty", "insane"], "invalid choice: 'insane'"),
+    (["--embeddings", "one-hot", "--tokens", "5"], "one-hot needs d_model >= the number of tokens"),
+    (["--weights", "identity"], "--weights identity needs d_model = d_k = d_v"),
+    (["--problem", "42-7"], "expected an id such as M42-7 or H42v3-7"),
+    (["--problem", "E42-7"], "drawn at another difficulty; add --difficulty easy"),
+    (["--problem", "M42-7", "--seed", "1"], "--problem ID names its own seed"),
+    (["--count", "600", "--difficulty", "easy"], "could not draw problem"),
+])
+def test_invalid_draws_get_one_line_and_exit_2(tmp_path, run_cli, args, expected):
+    code, out, err = run_cli(*args, "--out", tmp_path / "o")
+    assert code == 2 and err.count("\n") == 1 and expected in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_exact_inputs_are_exactly_the_drawn_numbers():
+    spec = sample_set(draw_options("hard"), 1, 1)[0]
+    assert all(isinstance(x, sympy.Rational) for x in entries(spec, "X"))
