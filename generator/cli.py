@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-from concurrent.futures import ThreadPoolExecutor
+import re
 import secrets
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .crosscheck import CrossCheckError, cross_check
@@ -21,14 +22,17 @@ from .engine import Solution, solve
 from .exact import to_float
 from .export import problems_json
 from .output import write_outputs
-from .pdf import TexError, TexMissing, compile_pdfs
+from .paper import Paper, answer_keys, question_papers
+from .pdf import Compiled, TexError, TexMissing, compile_pdfs, split_papers
 from .render import DocumentInfo, render_latex, render_markdown
+from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
 from .spec import ProblemSpec, SpecError, load_spec_file
 
 MAX_COUNT = 2000
 MAX_DECIMALS = 10
 MAX_HEADER_TEXT = 500
+MAX_TOTAL_PROBLEMS = 5000
 PRINTABLE = ("md", "json")
 HEADER_FIELDS = ("title", "course", "date", "instructions")
 
@@ -57,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seed of the random draw; the same seed gives the same set")
     source.add_argument("--problem", metavar="ID",
                         help="draw again the one problem with this id (e.g. M42-7), same options")
+    source.add_argument("--versions", type=int, metavar="N",
+                        help="N different versions of the set, each with its own key")
+    source.add_argument("--students", type=Path, metavar="CSV",
+                        help="a roster (columns id, name): one named paper per student")
     draw = parser.add_argument_group("what random problems look like (a preset, then overrides)")
     draw.add_argument("--difficulty", choices=list(PRESETS), default="medium",
                       help="easy: 2 one-hot tokens; medium: 3 tokens, small integers, d_k = 4; "
@@ -105,26 +113,61 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     check_options(args)
     info_fields = header_fields(args)
+    students = load_roster(args.students) if args.students else None
     seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
-    specs = load_spec_file(args.spec) if args.spec else draw_specs(args, seed)
-    solutions = [solve_checked(spec) for spec in progress(specs, "solving")]
+    sets = {version: [solve_checked(spec) for spec in progress(specs, "solving")]
+            for version, specs in problem_sets(args, seed, students).items()}
+    versioned = bool(args.versions or students)
+    questions, keys = question_papers(sets, students), answer_keys(sets)
     drawn = not (args.spec or args.problem)
     info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
-                        draw_command=draw_command(args, seed) if drawn else "")
-    documents = render_latex(solutions, info, args.templates)
+                        draw_command=draw_command(args, seed) if drawn else "", versioned=versioned)
+    documents = render_latex(questions, keys, info, args.templates)
     with ThreadPoolExecutor(max_workers=1) as background:
         # TeX runs in its own processes while Python renders the other formats.
-        pdfs = background.submit(compile_with_progress, dict(documents)) if args.pdf else None
-        documents.update({"problems.json": problems_json(solutions, info),
-                          **render_markdown(solutions, info, args.templates)})
+        pdfs = (background.submit(build_pdfs, dict(documents), questions if versioned else None)
+                if args.pdf else None)
+        documents.update({"problems.json": problems_json(sets, info, questions if versioned else None),
+                          **render_markdown(questions, keys, info, args.templates)})
         if pdfs:
             documents.update(pdfs.result())
     for name in args.format:
         print(documents["answers.md" if name == "md" else "problems.json"], end="")
-    paths = write_outputs(args.out, documents)
-    print(f"wrote {len(solutions)} problems to {', '.join(str(p) for p in paths)}"
+    paths = write_outputs(args.out, documents, owned_folders=("papers", "keys"))
+    count = sum(len(solutions) for solutions in sets.values())
+    print(f"wrote {count} problems, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
     return 0
+
+
+def problem_sets(args, seed: int, students) -> dict[int, list[ProblemSpec]]:
+    """The specs of each version: one version unless --versions or a roster asks for more."""
+    if args.spec:
+        return {1: load_spec_file(args.spec)}
+    versions = args.versions or (len(students) if students else 1)
+    if versions * (args.count or 20) > MAX_TOTAL_PROBLEMS:
+        raise UsageError(f"{versions} versions of {args.count or 20} problems is more than "
+                         f"{MAX_TOTAL_PROBLEMS} problems in one run")
+    return {version: draw_specs(args, seed, version) for version in range(1, versions + 1)}
+
+
+def build_pdfs(sources: dict[str, str], questions: list[Paper] | None) -> dict[str, bytes]:
+    """questions.pdf and answers.pdf; with versions, also one PDF per paper and per key."""
+    compiled = compile_with_progress(sources)
+    pdfs = {name: document.pdf for name, document in compiled.items()}
+    if questions is not None:
+        for paper, pdf in zip(questions, split_papers(compiled["questions.pdf"])):
+            pdfs[f"papers/{paper_file_name(paper)}"] = pdf
+        for number, pdf in enumerate(split_papers(compiled["answers.pdf"]), start=1):
+            pdfs[f"keys/version-{number:02d}.pdf"] = pdf
+    return pdfs
+
+
+def paper_file_name(paper: Paper) -> str:
+    if paper.student is None:
+        return f"version-{paper.version:02d}.pdf"
+    safe_id = re.sub(r"[^A-Za-z0-9._-]+", "_", paper.student.id)[:40]
+    return f"{paper.number:03d}-{safe_id}.pdf"
 
 
 def token_range(text: str) -> tuple[int, int]:
@@ -136,13 +179,13 @@ def token_range(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"expected a number or a range such as 2-4, got {text!r}")
 
 
-def draw_specs(args: argparse.Namespace, seed: int) -> list[ProblemSpec]:
+def draw_specs(args: argparse.Namespace, seed: int, version: int = 1) -> list[ProblemSpec]:
     options = draw_options(args.difficulty, decimals=args.decimals, tokens=args.tokens,
                            d_model=args.d_model, d_k=args.dk, d_v=args.dv,
                            embeddings=args.embeddings, weights=args.weights, mask=args.mask)
     if args.problem:
         return [sample_problem(options, args.problem)]
-    return sample_set(options, seed, args.count or 20)
+    return sample_set(options, seed, args.count or 20, version)
 
 
 def draw_command(args: argparse.Namespace, seed: int) -> str:
@@ -150,7 +193,7 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
     words = [f"--seed {seed}", f"--count {args.count or 20}", f"--difficulty {args.difficulty}"]
     if args.tokens:
         words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
-    for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask"):
+    for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
         if getattr(args, name) is not None:
             words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
     return "gen-problems " + " ".join(words)
@@ -164,7 +207,7 @@ def progress(items, label: str):
     return tqdm(items, desc=label, unit="problem", leave=False)
 
 
-def compile_with_progress(sources: dict[str, str]) -> dict[str, bytes]:
+def compile_with_progress(sources: dict[str, str]) -> dict[str, Compiled]:
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
@@ -172,7 +215,7 @@ def compile_with_progress(sources: dict[str, str]) -> dict[str, bytes]:
     compiled = compile_pdfs(sources, on_done=lambda name: bar and bar.update())
     if bar:
         bar.close()
-    return {name: document.pdf for name, document in compiled.items()}
+    return compiled
 
 
 def header_fields(args: argparse.Namespace) -> dict[str, str]:
@@ -205,6 +248,12 @@ def check_options(args: argparse.Namespace) -> None:
         raise UsageError("--spec solves the file's problems; it takes no --count, --seed or --problem")
     if args.problem and (args.count is not None or args.seed is not None):
         raise UsageError("--problem ID names its own seed; it takes no --count or --seed")
+    if args.versions is not None and (args.spec or args.problem):
+        raise UsageError("--versions draws new problems; it takes no --spec or --problem")
+    if args.students and args.problem:
+        raise UsageError("--students makes a paper per student; it takes no --problem")
+    if args.versions is not None and not 1 <= args.versions <= MAX_STUDENTS:
+        raise UsageError(f"--versions must be between 1 and {MAX_STUDENTS}, got {args.versions}")
     if args.count is not None and not 1 <= args.count <= MAX_COUNT:
         raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got {args.count}")
     if not 0 <= args.decimals <= MAX_DECIMALS:

@@ -16,26 +16,33 @@ import sympy
 
 from .engine import Solution
 from .formatting import exact_text
+from .paper import Paper
 from .render import DocumentInfo
 
 SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
 
 
-def problems_json(solutions: list[Solution], info: DocumentInfo) -> str:
+def problems_json(sets: dict[int, list[Solution]], info: DocumentInfo,
+                  papers: list[Paper] | None = None) -> str:
+    """Every problem of every version; with versions or a roster, also who sits which version."""
     document = {
         "seed": info.seed,
         "decimals": info.decimals,
-        "problems": [problem_record(solution) for solution in solutions],
+        "problems": [problem_record(solution, version)
+                     for version, solutions in sorted(sets.items()) for solution in solutions],
     }
+    if papers is not None:
+        document["papers"] = [paper_record(paper) for paper in papers]
     text = json.dumps(document, indent=1, allow_nan=False)
     # One matrix row per line: a list holding only numbers, strings or nulls is folded.
     return SCALAR_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
 
 
-def problem_record(solution: Solution) -> dict:
+def problem_record(solution: Solution, version: int = 1) -> dict:
     spec = solution.spec
     return {
         "id": spec.id,
+        "version": version,
         "seed": spec.seed,
         "spec": spec_record(solution),
         "shape": {"n_queries": spec.n_queries, "n_keys": spec.n_keys, "d_model": spec.d_model,
@@ -46,6 +53,13 @@ def problem_record(solution: Solution) -> dict:
         "exact": {step.name: [[exact_text(n) for n in row] for row in step.entries]
                   for step in solution.steps},
     }
+
+
+def paper_record(paper: Paper) -> dict:
+    student = paper.student
+    return {"paper": paper.number, "version": paper.version,
+            "student_id": student.id if student else None, "name": student.name if student else None,
+            "problems": [problem.spec.id for problem in paper.problems], "marks": paper.marks}
 
 
 def spec_record(solution: Solution) -> dict:

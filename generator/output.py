@@ -12,10 +12,22 @@ import tempfile
 from pathlib import Path
 
 
-def write_outputs(folder: Path, documents: dict[str, str | bytes]) -> list[Path]:
-    """Write every document into ``folder`` (created if missing); return the paths."""
+def write_outputs(folder: Path, documents: dict[str, str | bytes],
+                  owned_folders: tuple[str, ...] = ()) -> list[Path]:
+    """Write every document into ``folder`` (created if missing); return the paths.
+
+    Files under ``owned_folders`` (such as papers/) that this run did not write are
+    left over from an earlier run with more students: they are removed afterwards.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    return [write_atomically(folder / name, content) for name, content in documents.items()]
+    paths = []
+    for name, content in documents.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        paths.append(write_atomically(folder / name, content))
+    for owned in owned_folders:
+        for stale in set((folder / owned).glob("*.pdf")) - set(paths):
+            stale.unlink()
+    return paths
 
 
 def write_atomically(path: Path, content: str | bytes) -> Path:

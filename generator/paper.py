@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .engine import Solution, Step
+from .roster import Student
 
 STEP_MARKS = {"Q": 1, "K": 1, "V": 1, "scores": 2, "scaled": 1, "masked": 1,
               "weights": 3, "output": 2}
@@ -45,6 +46,35 @@ class ExamProblem:
     @property
     def marks(self) -> int:
         return sum(part.marks for part in self.parts)
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper: a student's question paper, or the answer key of one version."""
+
+    number: int
+    version: int
+    problems: tuple[ExamProblem, ...]
+    student: Student | None = None
+
+    @property
+    def marks(self) -> int:
+        return total_marks(self.problems)
+
+
+def question_papers(sets: dict[int, list[Solution]], students: list[Student] | None) -> list[Paper]:
+    """A paper per student (student i sits version i, cycling through the versions), or
+    without a roster one paper per version."""
+    versions = sorted(sets)
+    if students is None:
+        return [Paper(n, v, tuple(lay_out(sets[v]))) for n, v in enumerate(versions, start=1)]
+    return [Paper(n, versions[(n - 1) % len(versions)],
+                  tuple(lay_out(sets[versions[(n - 1) % len(versions)]])), student)
+            for n, student in enumerate(students, start=1)]
+
+
+def answer_keys(sets: dict[int, list[Solution]]) -> list[Paper]:
+    return [Paper(n, v, tuple(lay_out(sets[v]))) for n, v in enumerate(sorted(sets), start=1)]
 
 
 def lay_out(solutions: list[Solution]) -> list[ExamProblem]:

@@ -10,6 +10,7 @@ relevant lines; nothing lands in the output folder.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -112,3 +113,24 @@ def log_errors(log: Path, context: int = 3) -> str:
         if line.startswith("!") or FILE_LINE_ERROR.match(line):
             picked += lines[index:index + context + 1]
     return "\n".join("  " + line for line in (picked or lines[-context * 3:])[:20])
+
+
+PAPER_START = re.compile(r"^gen-problems: paper (\d+) starts after page (\d+)$", re.MULTILINE)
+
+
+def split_papers(document: Compiled) -> list[bytes]:
+    """Cut a compiled document into its papers, at the page each paper's template logged."""
+    from pypdf import PdfReader, PdfWriter  # only needed for versions; keeps start-up short
+
+    starts = [int(page) for _, page in PAPER_START.findall(document.log)]
+    reader = PdfReader(io.BytesIO(document.pdf))
+    ends = starts[1:] + [len(reader.pages)]
+    papers = []
+    for start, end in zip(starts, ends):
+        writer = PdfWriter()
+        for page in reader.pages[start:end]:
+            writer.add_page(page)
+        buffer = io.BytesIO()
+        writer.write(buffer)
+        papers.append(buffer.getvalue())
+    return papers

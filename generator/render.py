@@ -19,8 +19,7 @@ import jinja2
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
-from .engine import Solution
-from .paper import STEP_MARKS, lay_out, total_marks
+from .paper import STEP_MARKS, Paper
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -37,29 +36,29 @@ class DocumentInfo:
     seed: int | None = None
     decimals: int = 4
     draw_command: str = ""  # how to draw the same random set again; empty for a spec file
+    versioned: bool = False  # several versions or a roster: label each paper
 
 
-def render_markdown(solutions: list[Solution], info: DocumentInfo,
+def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
                     user_templates: Path | None = None) -> dict[str, str]:
-    """The question sheet and the answer key as Markdown, keyed by file name."""
+    """The question papers and the answer keys as Markdown, keyed by file name."""
     return _render_pair(markdown_environment(info.decimals, user_templates), "markdown", "md",
-                        solutions, info)
+                        questions, keys, info)
 
 
-def render_latex(solutions: list[Solution], info: DocumentInfo,
+def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
                  user_templates: Path | None = None) -> dict[str, str]:
-    """The question sheet and the answer key as LaTeX sources, keyed by file name."""
+    """The question papers and the answer keys as LaTeX sources, keyed by file name."""
     return _render_pair(latex_environment(info.decimals, user_templates), "latex", "tex",
-                        solutions, info)
+                        questions, keys, info)
 
 
-def _render_pair(environment, folder, suffix, solutions, info) -> dict[str, str]:
-    problems = lay_out(solutions)
-    context = dict(problems=problems, info=info, total_marks=total_marks(problems),
-                   step_marks=STEP_MARKS)
+def _render_pair(environment, folder, suffix, questions, keys, info) -> dict[str, str]:
+    """Each document holds its papers one after another (one paper unless versions are asked)."""
     return {f"{document}.{suffix}":
-            environment.get_template(f"{folder}/{document}.{suffix}.j2").render(context)
-            for document in ("questions", "answers")}
+            environment.get_template(f"{folder}/{document}.{suffix}.j2").render(
+                papers=papers, info=info, step_marks=STEP_MARKS)
+            for document, papers in (("questions", questions), ("answers", keys))}
 
 
 def markdown_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from generator.cli import main, solve_checked
+from generator.paper import answer_keys, question_papers
+from generator.render import DocumentInfo
 from generator.spec import spec_from_record
 
 # Copies of the two source documents in shared/seeds, kept here so a clone tests alone.
@@ -38,6 +40,12 @@ def make_spec(problem_id: str = "test-1", **record):
 
 def make_solution(**record):
     return solve_checked(make_spec(**record))
+
+
+def render(renderer, solutions, info=None):
+    """One paper of these solutions, through render_latex or render_markdown."""
+    sets = {1: solutions}
+    return renderer(question_papers(sets, None), answer_keys(sets), info or DocumentInfo())
 
 
 @pytest.fixture

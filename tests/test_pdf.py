@@ -8,11 +8,11 @@ import shutil
 import pytest
 from pypdf import PdfReader
 
-from conftest import module05_record
+from conftest import module05_record, render
 from generator.cli import solve_checked
 from generator.formatting import decimal_text
 from generator.pdf import compile_pdfs
-from generator.render import DocumentInfo, render_latex
+from generator.render import render_latex
 from generator.spec import spec_from_record
 
 pytestmark = pytest.mark.skipif(
@@ -124,7 +124,7 @@ def test_no_overfull_boxes_up_to_six_tokens_and_largest_matrices_fit():
         {"X": matrix(n, d), "W_Q": matrix(d, k), "W_K": matrix(d, k)[::-1], "W_V": matrix(d, v),
          "mask": mask}, f"size-{n}x{d}")) for n, d, k, v, mask in shapes]
     solutions.append(solve_checked(spec_from_record(module05_record(), "module05")))
-    compiled = compile_pdfs(render_latex(solutions, DocumentInfo()))
+    compiled = compile_pdfs(render(render_latex, solutions))
     for name, document in compiled.items():
         assert "Overfull" not in document.log, name
         assert document.pdf.startswith(b"%PDF")
