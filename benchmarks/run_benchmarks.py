@@ -5,7 +5,9 @@
 (a) wall time of `gen-problems --count 20 --pdf`;
 (b) the floor no TeX-based tool can beat: one pdflatex pass over each of the two
     .tex files that run wrote, both at once; and a/b.
-Then 200 problems with --pdf and 1,000 without, with peak memory (max RSS).
+Then 200 problems with --pdf, 1,000 medium and 1,000 hard without, and 200
+versions of a 3-problem paper with --pdf (one TeX run per document, then split),
+each with its peak memory (max RSS).
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ def timed(commands: list[list[str]], cwd: Path | None = None) -> tuple[float, in
     return time.perf_counter() - start, peak_kb // 1024
 
 
-def generate(folder: Path, count: int, pdf: bool, seed: int = 1) -> tuple[float, int]:
+def generate(folder: Path, count: int, pdf: bool, seed: int = 1, *extra: str) -> tuple[float, int]:
     command = [str(GEN_PROBLEMS), "--count", str(count), "--seed", str(seed), "--out", str(folder)]
-    return timed([command + (["--pdf"] if pdf else [])])
+    return timed([command + (["--pdf"] if pdf else []) + list(extra)])
 
 
 def tex_floor(tex_folder: Path) -> float:
@@ -66,10 +68,12 @@ def main() -> None:
         print(f"(a) gen-problems --count 20 --pdf      {a:6.3f} s   (median of {repeat})")
         print(f"(b) pdflatex floor, both .tex at once  {b:6.3f} s")
         print(f"    a/b                                {a / b:6.2f}")
-        for count, pdf in ((200, True), (1000, False)):
-            seconds, peak = generate(Path(work) / f"out{count}", count, pdf)
-            label = f"gen-problems --count {count}{' --pdf' if pdf else ''}"
-            print(f"    {label:35s}{seconds:6.2f} s   peak {peak} MB")
+        for count, pdf, extra in ((200, True, ()), (1000, False, ()),
+                                  (1000, False, ("--difficulty", "hard")),
+                                  (3, True, ("--versions", "200"))):
+            seconds, peak = generate(Path(work) / "big", count, pdf, 1, *extra)
+            label = f"gen-problems --count {count}{' --pdf' if pdf else ''} {' '.join(extra)}"
+            print(f"    {label:48s}{seconds:6.2f} s   peak {peak} MB")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import sympy
@@ -24,9 +25,13 @@ MASKED = sympy.S.NegativeInfinity
 MAX_SCALED_SCORE = 700
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Num:
-    """One number of a step: its exact value and the float64 evaluated from it."""
+    """One number of a step: its exact value and the float64 evaluated from it.
+
+    Compared and hashed by identity: the Evaluator makes one Num per exact value,
+    and the formatters' caches would otherwise hash a sympy number on every lookup.
+    """
 
     exact: sympy.Expr
     value: float
@@ -147,6 +152,15 @@ class Evaluator:
             self._cache[exact] = Num.of(exact)
         return self._cache[exact]
 
+    def dot(self, pairs) -> Num:
+        """Σ a·b exactly; in Python's fractions when every factor is rational (most
+        problems), which is many times faster than sympy's arithmetic."""
+        if all(a.exact.is_Rational and b.exact.is_Rational for a, b in pairs):
+            total = sum(Fraction(a.exact.p, a.exact.q) * Fraction(b.exact.p, b.exact.q)
+                        for a, b in pairs)
+            return self(sympy.Rational(total.numerator, total.denominator))
+        return self(sympy.Add(*(a.exact * b.exact for a, b in pairs)))
+
     def total(self, nums) -> Num:
         return Num(sympy.Add(*(n.exact for n in nums)), math.fsum(n.value for n in nums))
 
@@ -206,10 +220,8 @@ def product_step(name: str, formula: str, left: NumMatrix, right: NumMatrix,
                  num: Evaluator) -> Step:
     """left · right, with the dot product behind every entry."""
     columns = transpose(right)
-    working = tuple(
-        DotProduct(i, j, pairs := tuple(zip(row, column)),
-                   num(sympy.Add(*(a.exact * b.exact for a, b in pairs))))
-        for i, row in enumerate(left) for j, column in enumerate(columns))
+    working = tuple(DotProduct(i, j, pairs := tuple(zip(row, column)), num.dot(pairs))
+                    for i, row in enumerate(left) for j, column in enumerate(columns))
     entries = _reshape([w.result for w in working], len(columns))
     return Step(name=name, formula=formula, kind="product", entries=entries, working=working)
 

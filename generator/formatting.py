@@ -88,10 +88,10 @@ def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:
 
 
 def _round_rational(value: sympy.Rational, decimals: int) -> Decimal:
-    scaled = abs(value) * 10**decimals
-    rounded = int(sympy.floor(scaled + sympy.Rational(1, 2)))
-    sign = -1 if value < 0 else 1
-    return Decimal(sign * rounded).scaleb(-decimals)
+    """Half away from zero, in integers: floor(|p|/q · 10^d + 1/2)."""
+    numerator, denominator = abs(value.p), value.q
+    rounded = (2 * numerator * 10**decimals + denominator) // (2 * denominator)
+    return Decimal(-rounded if value.p < 0 else rounded).scaleb(-decimals)
 
 
 def parenthesized(text: str) -> str:
