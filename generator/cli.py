@@ -27,7 +27,7 @@ from .pdf import Compiled, TexError, TexMissing, compile_pdfs, split_papers
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
-from .spec import ProblemSpec, SpecError, load_spec_file
+from .spec import ProblemSpec, SpecError, load_spec_file, read_user_file
 
 MAX_COUNT = 2000
 MAX_DECIMALS = 10
@@ -230,11 +230,10 @@ def header_fields(args: argparse.Namespace) -> dict[str, str]:
 
 
 def load_header_config(path: Path) -> dict[str, str]:
+    text = read_user_file(path, "the header config")
     try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"--config {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise UsageError(f"--config {path}: not a readable TOML file ({error})") from None
     unknown = sorted(set(config) - set(HEADER_FIELDS))
     if unknown:

@@ -11,7 +11,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from .spec import SpecError
+from .spec import SpecError, read_user_file
 
 MAX_STUDENTS = 500
 MAX_FIELD = 200
@@ -37,13 +37,7 @@ def load_roster(path: Path) -> list[Student]:
 
 
 def _read_rows(path: Path) -> csv.DictReader:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(f"{path}: cannot read the roster ({error})") from None
-    return csv.DictReader(text.splitlines())
+    return csv.DictReader(read_user_file(path, "the roster").splitlines())
 
 
 def _student(row: dict, columns: dict, path: Path, line: int) -> Student:

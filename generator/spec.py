@@ -91,13 +91,18 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
                        scale=_parse_scale(record, where), title=_parse_title(record, where))
 
 
-def _read_document(path: Path):
+def read_user_file(path: Path, what: str = "the file") -> str:
+    """A file the user named, as UTF-8 text; a SpecError naming it when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(f"{path}: cannot read the file ({error})") from None
+        raise SpecError(f"{path}: cannot read {what} ({error})") from None
+
+
+def _read_document(path: Path):
+    text = read_user_file(path)
     try:
         if path.suffix.lower() == ".toml":
             return tomllib.loads(text)
