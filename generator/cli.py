@@ -17,17 +17,17 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .crosscheck import CrossCheckError, cross_check
-from .engine import Solution, solve
+from .crosscheck import CrossCheckError, check_product, cross_check
 from .exact import to_float
 from .export import problems_json
 from .output import write_outputs
 from .paper import Paper, answer_keys, question_papers
 from .pdf import Compiled, TexError, TexMissing, compile_pdfs, split_papers
+from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
-from .spec import ProblemSpec, SpecError, load_spec_file, read_user_file
+from .spec import QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, read_user_file
 
 MAX_COUNT = 2000
 MAX_DECIMALS = 10
@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("--embeddings", choices=EMBEDDINGS, help="kind of entries of X")
     draw.add_argument("--weights", choices=WEIGHTS, help="kind of weight matrices")
     draw.add_argument("--mask", choices=MASK_CHOICES, help="causal masking: none, all, or mixed")
+    draw.add_argument("--types", type=question_types, metavar="T,T,...",
+                      help="question types, taken in turn: " + ", ".join(QUESTION_TYPES)
+                           + " (default: all of them; 'full' alone: the whole pipeline only)")
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
                         help="output folder (default: out/)")
@@ -179,13 +182,24 @@ def token_range(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"expected a number or a range such as 2-4, got {text!r}")
 
 
+def question_types(text: str) -> tuple[str, ...]:
+    """'full,row' -> ('full', 'row')."""
+    types = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in types if t not in QUESTION_TYPES]
+    if unknown or not types:
+        raise argparse.ArgumentTypeError(f"unknown question type {unknown[0] if unknown else text!r} "
+                                         f"(expected some of: {', '.join(QUESTION_TYPES)})")
+    return types
+
+
 def draw_specs(args: argparse.Namespace, seed: int, version: int = 1) -> list[ProblemSpec]:
     options = draw_options(args.difficulty, decimals=args.decimals, tokens=args.tokens,
                            d_model=args.d_model, d_k=args.dk, d_v=args.dv,
                            embeddings=args.embeddings, weights=args.weights, mask=args.mask)
+    types = args.types or QUESTION_TYPES
     if args.problem:
-        return [sample_problem(options, args.problem)]
-    return sample_set(options, seed, args.count or 20, version)
+        return [sample_problem(options, args.problem, types)]
+    return sample_set(options, seed, args.count or 20, version, types)
 
 
 def draw_command(args: argparse.Namespace, seed: int) -> str:
@@ -196,6 +210,8 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
     for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
         if getattr(args, name) is not None:
             words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
+    if args.types:
+        words.append(f"--types {','.join(args.types)}")
     return "gen-problems " + " ".join(words)
 
 
@@ -264,12 +280,18 @@ def check_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--templates {args.templates}: no such folder")
 
 
-def solve_checked(spec: ProblemSpec) -> Solution:
-    """Solve exactly, then hold every step against the independent numpy pipeline."""
-    solution = solve(spec)
-    scale = None if spec.scale is None else to_float(spec.scale)
-    cross_check({step.name: step.numeric for step in solution.steps}, spec.mask, scale)
-    return solution
+def solve_checked(spec: ProblemSpec) -> Question:
+    """Build the question, then hold every solution in it against the independent
+    numpy pipeline (mistakes included), and the heads' projection too."""
+    question = build_question(spec)
+    for solution, mistake in question.solutions():
+        scale = None if solution.spec.scale is None else to_float(solution.spec.scale)
+        cross_check({step.name: step.numeric for step in solution.steps},
+                    solution.spec.mask, scale, mistake)
+    if question.heads:
+        steps = question.named_steps()
+        check_product(steps["concat"].numeric, steps["W_O"].numeric, steps["projected"].numeric)
+    return question
 
 
 def entry() -> None:

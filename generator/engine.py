@@ -11,7 +11,7 @@ plain data.  The engine knows nothing of LaTeX, Markdown or templates.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
@@ -64,6 +64,7 @@ class Scaling:
     factor: Num
     divisor: Num | None
     result: Num
+    d_k: int
 
 
 @dataclass(frozen=True)
@@ -185,8 +186,12 @@ class Evaluator:
         return tuple(tuple(self(entry) for entry in row) for row in rows)
 
 
-def solve(spec: ProblemSpec) -> Solution:
-    """Solve one problem exactly, recording every step in exam order."""
+def solve(spec: ProblemSpec, mistake: str | None = None) -> Solution:
+    """Solve one problem exactly, recording every step in exam order.
+
+    With ``mistake`` (a key of spec.MISTAKES), that step is computed the wrong way and every
+    later step follows from the wrong value, as a student's worked solution would.
+    """
     num = Evaluator()
     steps: list[Step] = []
     if spec.from_embeddings:
@@ -197,15 +202,30 @@ def solve(spec: ProblemSpec) -> Solution:
     else:
         q, k, v = (given_step(name, spec.matrices[name], num) for name in "QKV")
     steps += [q, k, v]
-    scores = product_step("scores", "scores = Q K^T", q.entries, transpose(k.entries), num)
-    scaled = scaling_step(scores, spec, num)
+    keys = k.entries if mistake == "k-not-transposed" else transpose(k.entries)
+    scores = product_step("scores", "scores = Q K^T", q.entries, keys, num)
+    scaled = scaling_step(scores, _mistaken_scale(spec, mistake), num)
     steps += [scores, scaled]
     if spec.mask == "causal":
         scaled = causal_mask_step(scaled, num)
         steps.append(scaled)
-    weights = softmax_step(scaled, num)
-    steps += [weights, blend_step(weights, v, num)]
+    weights = softmax_step(scaled, num, by_columns=mistake == "column-softmax")
+    steps += [weights, _output_step(weights, v, k, num, mistake)]
     return Solution(spec=spec, steps=tuple(steps))
+
+
+def _mistaken_scale(spec: ProblemSpec, mistake: str | None) -> ProblemSpec:
+    if mistake == "no-scaling":
+        return replace(spec, scale=sympy.S.One)
+    if mistake == "dk-not-sqrt":
+        return replace(spec, scale=sympy.Rational(1, spec.d_k))
+    return spec
+
+
+def _output_step(weights: Step, v: Step, k: Step, num: Evaluator, mistake: str | None) -> Step:
+    if mistake == "v-times-weights":
+        return product_step("output", "output = V weights", v.entries, weights.entries, num)
+    return blend_step(weights, k if mistake == "weights-times-k" else v, num)
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:
@@ -234,7 +254,7 @@ def scaling_step(scores: Step, spec: ProblemSpec, num: Evaluator) -> Step:
     else:
         divisor, factor = None, num(spec.scale)
         formula = "scaled = scale * scores"
-    working = tuple(Scaling(i, j, s, factor, divisor, num(s.exact * factor.exact))
+    working = tuple(Scaling(i, j, s, factor, divisor, num(s.exact * factor.exact), spec.d_k)
                     for i, row in enumerate(scores.entries) for j, s in enumerate(row))
     entries = _reshape([w.result for w in working], scores.shape[1])
     largest = max(abs(w.result.value) for w in working)
@@ -254,10 +274,17 @@ def causal_mask_step(scaled: Step, num: Evaluator) -> Step:
                 kind="masking", entries=entries, working=working)
 
 
-def softmax_step(scores: Step, num: Evaluator) -> Step:
-    """Row-wise softmax; a masked score has no exponential and gets an exact 0 weight."""
-    working = tuple(_softmax_row(i, row, num) for i, row in enumerate(scores.entries))
+def softmax_step(scores: Step, num: Evaluator, by_columns: bool = False) -> Step:
+    """Row-wise softmax; a masked score has no exponential and gets an exact 0 weight.
+
+    ``by_columns`` is the mistake of normalising each column instead of each row.
+    """
+    lines = transpose(scores.entries) if by_columns else scores.entries
+    working = tuple(_softmax_row(i, row, num) for i, row in enumerate(lines))
     entries = tuple(w.weights for w in working)
+    if by_columns:
+        return Step(name="weights", formula="weights = softmax(column-wise)", kind="softmax",
+                    entries=transpose(entries))
     return Step(name="weights", formula="weights = softmax(row-wise)",
                 kind="softmax", entries=entries, working=working)
 

@@ -1,9 +1,11 @@
-"""Stage 3, the JSON renderer: solved problems -> ``problems.json``.
+"""Stage 3, the JSON renderer: questions -> ``problems.json``.
 
-For each problem: its id, its spec (numbers as JSON numbers where they are
-integers or short decimals, exact strings such as "sqrt(2)/2" otherwise), and
-every step as full-precision floats (a masked entry is null) with the exact
-form of each entry alongside.
+For each problem: its id, type, spec (numbers as JSON numbers where they are
+integers or short decimals, exact strings such as "sqrt(2)/2" otherwise; the
+spec can be solved again with --spec), its parts with their marks, and every
+step as full-precision floats (a masked entry is null) with the exact form of
+each entry alongside.  Steps of a flawed worked solution are named ``flawed.*``,
+of the recomputation after a swap ``swapped.*``, of each head ``head1.*``, ...
 """
 
 from __future__ import annotations
@@ -14,22 +16,23 @@ import re
 
 import sympy
 
-from .engine import Solution
 from .formatting import exact_text
 from .paper import Paper
+from .questions import Question
+from .spec import ProblemSpec
 from .render import DocumentInfo
 
 SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
 
 
-def problems_json(sets: dict[int, list[Solution]], info: DocumentInfo,
+def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
                   papers: list[Paper] | None = None) -> str:
     """Every problem of every version; with versions or a roster, also who sits which version."""
     document = {
         "seed": info.seed,
         "decimals": info.decimals,
-        "problems": [problem_record(solution, version)
-                     for version, solutions in sorted(sets.items()) for solution in solutions],
+        "problems": [problem_record(question, version)
+                     for version, questions in sorted(sets.items()) for question in questions],
     }
     if papers is not None:
         document["papers"] = [paper_record(paper) for paper in papers]
@@ -38,21 +41,42 @@ def problems_json(sets: dict[int, list[Solution]], info: DocumentInfo,
     return SCALAR_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
 
 
-def problem_record(solution: Solution, version: int = 1) -> dict:
-    spec = solution.spec
-    return {
+def problem_record(question: Question, version: int = 1) -> dict:
+    spec = question.spec
+    steps = question.named_steps()
+    record = {
         "id": spec.id,
         "version": version,
+        "type": question.kind,
         "seed": spec.seed,
-        "spec": spec_record(solution),
+        "spec": spec_record(spec),
         "shape": {"n_queries": spec.n_queries, "n_keys": spec.n_keys, "d_model": spec.d_model,
                   "d_k": spec.d_k, "d_v": spec.d_v},
-        "formulas": {step.name: step.formula for step in solution.steps},
-        "steps": {step.name: [[_float_or_null(n.value) for n in row] for row in step.entries]
-                  for step in solution.steps},
-        "exact": {step.name: [[exact_text(n) for n in row] for row in step.entries]
-                  for step in solution.steps},
+        "marks": question.marks,
+        "given": [_name_in(steps, step) for step in question.given],
+        "parts": [{"part": part.letter, "task": part.task, "marks": part.marks,
+                   "steps": [_name_in(steps, step) for step in part.steps]} for part in question.parts],
+        "formulas": {name: step.formula for name, step in steps.items()},
+        "steps": {name: [[_float_or_null(n.value) for n in row] for row in step.entries]
+                  for name, step in steps.items()},
+        "exact": {name: [[exact_text(n) for n in row] for row in step.entries]
+                  for name, step in steps.items()},
     }
+    if question.items:
+        record["choices"] = [{"topic": item.topic, "answer": "abcd"[item.answer],
+                              "choices": [_choice(c) for c in item.choices]} for item in question.items]
+    return record
+
+
+def _name_in(steps: dict, step) -> str:
+    return next((name for name, known in steps.items() if known is step), step.name)
+
+
+def _choice(choice):
+    """A concept question's choice as JSON: a (token, weight) pair, a shape, a number, a word."""
+    if isinstance(choice, tuple):
+        return [_choice(c) for c in choice]
+    return choice.value if hasattr(choice, "value") else choice
 
 
 def paper_record(paper: Paper) -> dict:
@@ -62,9 +86,8 @@ def paper_record(paper: Paper) -> dict:
             "problems": [problem.spec.id for problem in paper.problems], "marks": paper.marks}
 
 
-def spec_record(solution: Solution) -> dict:
+def spec_record(spec: ProblemSpec) -> dict:
     """The spec as a teacher's spec file would write it: it can be loaded back."""
-    spec = solution.spec
     record = {name: [[_spec_entry(x) for x in row] for row in matrix]
               for name, matrix in spec.matrices.items()}
     record["mask"] = spec.mask
@@ -72,6 +95,14 @@ def spec_record(solution: Solution) -> dict:
         record["scale"] = _spec_entry(spec.scale)
     if spec.title:
         record["title"] = spec.title
+    if spec.question != "full":
+        record["type"] = spec.question
+    if spec.row is not None:
+        record["row"] = spec.row + 1
+    if spec.swap is not None:
+        record["swap"] = [token + 1 for token in spec.swap]
+    if spec.mistake is not None:
+        record["mistake"] = spec.mistake
     return record
 
 

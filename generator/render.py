@@ -19,7 +19,7 @@ import jinja2
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
-from .paper import STEP_MARKS, Paper
+from .paper import Paper
 
 BUILTIN_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
@@ -57,7 +57,7 @@ def _render_pair(environment, folder, suffix, questions, keys, info) -> dict[str
     """Each document holds its papers one after another (one paper unless versions are asked)."""
     return {f"{document}.{suffix}":
             environment.get_template(f"{folder}/{document}.{suffix}.j2").render(
-                papers=papers, info=info, step_marks=STEP_MARKS)
+                papers=papers, info=info)
             for document, papers in (("questions", questions), ("answers", keys))}
 
 
@@ -105,6 +105,7 @@ def _environment(user_templates: Path | None, **options) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, autoescape=False, **options)
     environment.globals["zip"] = zip
+    environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment
 
 

@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy
 
-from .spec import MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
-from .worthiness import Candidate, is_exam_worthy
+from .spec import HEADS, MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
+from .worthiness import (Candidate, clear_top_tokens, heads_are_readable, is_exam_worthy,
+                         visible_mistakes)
 
 EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
@@ -75,21 +76,40 @@ def check_draw_options(options: DrawOptions) -> None:
         raise SpecError("--weights identity needs d_model = d_k = d_v")
 
 
-def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1) -> list[ProblemSpec]:
-    """Problems 1..count of one version of a set, each distinct from those before it."""
+def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
+               types: tuple[str, ...] = ("full",)) -> list[ProblemSpec]:
+    """Problems 1..count of one version of a set, each distinct from those before it.
+
+    Problem i is a question of type ``types[(i - 1) % len(types)]``.
+    """
     seen: set = set()
     specs = []
     for index in range(1, count + 1):
-        candidate = _first_worthy(options, seed, version, index, seen)
+        kind = types[(index - 1) % len(types)]
+        candidate, params = _first_worthy(options_for(kind, options), seed, version, index, seen, kind)
         seen.add(candidate.identity)
-        specs.append(candidate_spec(candidate, problem_id(options, seed, version, index), seed))
+        spec = candidate_spec(candidate, problem_id(options, seed, version, index), seed)
+        specs.append(replace(spec, question=kind, **params))
     return specs
 
 
-def sample_problem(options: DrawOptions, problem: str) -> ProblemSpec:
+def sample_problem(options: DrawOptions, problem: str,
+                   types: tuple[str, ...] = ("full",)) -> ProblemSpec:
     """The problem with this id, drawn again (the set's earlier problems decide its redraws)."""
     seed, version, index = parse_problem_id(problem, options)
-    return sample_set(options, seed, index, version)[-1]
+    return sample_set(options, seed, index, version, types)[-1]
+
+
+def options_for(kind: str, options: DrawOptions) -> DrawOptions:
+    """What each question type needs of its problem: a mask or none, heads that split evenly."""
+    if kind == "masked":
+        return replace(options, mask="causal")
+    if kind == "full":
+        return options
+    if kind == "heads":
+        even = [min(MAX_DIMENSION, d + d % 2) for d in (options.d_k, options.d_v)]
+        return replace(options, mask="none", d_k=even[0], d_v=even[1])
+    return replace(options, mask="none")
 
 
 def problem_id(options: DrawOptions, seed: int, version: int, index: int) -> str:
@@ -113,25 +133,51 @@ def parse_problem_id(text: str, options: DrawOptions) -> tuple[int, int, int]:
     return int(seed), int(version or 1), int(index)
 
 
-def _first_worthy(options, seed, version, index, seen) -> Candidate:
+def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate, dict]:
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([seed, version, index, attempt])
-        candidate = draw_candidate(rng, options)
-        if candidate.identity not in seen and is_exam_worthy(candidate, options.difficulty,
-                                                              options.decimals):
-            return candidate
+        candidate = draw_candidate(rng, options, with_output_projection=kind == "heads")
+        if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
+                                                             options.decimals):
+            continue
+        params = question_params(rng, candidate, kind, options.decimals)
+        if params is not None:
+            return candidate, params
     raise SpecError(f"could not draw problem {index}: no new exam-worthy problem in {MAX_ATTEMPTS} "
                     f"draws (these options may allow fewer distinct problems than --count); "
                     f"allow more tokens, dimensions or another kind of entries")
 
 
-def draw_candidate(rng: np.random.Generator, options: DrawOptions) -> Candidate:
+def draw_candidate(rng: np.random.Generator, options: DrawOptions,
+                   with_output_projection: bool = False) -> Candidate:
     tokens = int(rng.integers(options.tokens[0], options.tokens[1] + 1))
     x = _embeddings(rng, options.embeddings, tokens, options.d_model)
     w_q, w_k, w_v = (_weights(rng, options.weights, options.d_model, d)
                      for d in (options.d_k, options.d_k, options.d_v))
     masked = options.mask == "causal" or (options.mask == "mixed" and bool(rng.integers(2)))
-    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none")
+    w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
+    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o)
+
+
+def question_params(rng, candidate: Candidate, kind: str, decimals: int) -> dict | None:
+    """The type's own choices (which row, which tokens, which mistake), or None to redraw."""
+    tokens = len(candidate.x)
+    if kind == "row":
+        return {"row": int(rng.integers(tokens))}
+    if kind == "concept":
+        clear = clear_top_tokens(candidate, decimals)
+        return {"row": clear[int(rng.integers(len(clear)))]} if clear else None
+    if kind == "permute":
+        if tokens < 2:
+            return None
+        i, j = sorted(int(t) for t in rng.choice(tokens, size=2, replace=False))
+        return {"swap": (i, j)}
+    if kind == "mistake":
+        visible = visible_mistakes(candidate, decimals)
+        return {"mistake": visible[int(rng.integers(len(visible)))]} if visible else None
+    if kind == "heads":
+        return {} if heads_are_readable(candidate, HEADS, decimals) else None
+    return {}
 
 
 def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:
@@ -159,4 +205,6 @@ def candidate_spec(candidate: Candidate, problem: str, seed: int) -> ProblemSpec
 
     matrices = {"X": exact(candidate.x), "W_Q": exact(candidate.w_q),
                 "W_K": exact(candidate.w_k), "W_V": exact(candidate.w_v)}
+    if candidate.w_o is not None:
+        matrices["W_O"] = exact(candidate.w_o)
     return ProblemSpec(id=problem, matrices=matrices, mask=candidate.mask, seed=seed)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import sympy
@@ -24,7 +24,19 @@ MAX_DIMENSION = 16
 MASKS = ("none", "causal")
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
 FROM_PROJECTIONS = ("Q", "K", "V")
-KNOWN_KEYS = set(FROM_EMBEDDINGS + FROM_PROJECTIONS) | {"mask", "scale", "title"}
+QUESTION_TYPES = ("full", "row", "mistake", "permute", "masked", "heads", "concept")
+# The common mistakes a worked solution can carry, and the step where each goes wrong.
+MISTAKES = {
+    "no-scaling": "scaled",          # softmax of the raw scores
+    "dk-not-sqrt": "scaled",         # scores / d_k instead of / sqrt(d_k)
+    "k-not-transposed": "scores",    # Q K instead of Q K^T
+    "column-softmax": "weights",     # softmax down each column instead of along each row
+    "v-times-weights": "output",     # V · weights instead of weights · V
+    "weights-times-k": "output",     # weights · K: the wrong matrix blended
+}
+HEADS = 2
+KNOWN_KEYS = (set(FROM_EMBEDDINGS + FROM_PROJECTIONS)
+              | {"mask", "scale", "title", "type", "row", "mistake", "swap", "W_O"})
 
 
 class SpecError(ValueError):
@@ -41,6 +53,10 @@ class ProblemSpec:
     scale: sympy.Expr | None = None  # None means the usual 1/sqrt(d_k)
     title: str = ""
     seed: int | None = None
+    question: str = "full"  # one of QUESTION_TYPES: what the student is asked
+    row: int | None = None  # row: which query's scores (0-based); concept: which token
+    mistake: str | None = None  # mistake: which of MISTAKE_NAMES the worked solution makes
+    swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
 
     @property
     def from_embeddings(self) -> bool:
@@ -84,11 +100,70 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     if unknown:
         raise SpecError(f"{where}: unknown key {unknown[0]!r} "
                         f"(known: {', '.join(sorted(KNOWN_KEYS))})")
-    names = _matrix_names(record, where)
+    names = _matrix_names(record, where) + (("W_O",) if "W_O" in record else ())
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
     _check_shapes(matrices, where)
-    return ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
+    spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
                        scale=_parse_scale(record, where), title=_parse_title(record, where))
+    return _with_question(spec, record, where)
+
+
+def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
+    """The question type and its parameters (rows and tokens counted from 1 in files)."""
+    kind = record.get("type", "full")
+    if kind not in QUESTION_TYPES:
+        raise SpecError(f"{where}: unknown type {kind!r} (expected one of: {', '.join(QUESTION_TYPES)})")
+    for key, types in (("row", ("row", "concept")), ("swap", ("permute",)), ("mistake", ("mistake",))):
+        if key in record and kind not in types:
+            raise SpecError(f"{where}: {key} goes with type {' or '.join(types)}, not {kind}")
+    spec = replace(spec, question=kind)
+    if kind in ("row", "concept"):
+        spec = replace(spec, row=_one_based(record.get("row", 1), spec.n_queries, "row", where))
+    if kind == "permute":
+        swap = record.get("swap", [1, 2])
+        if not (isinstance(swap, list) and len(swap) == 2 and swap[0] != swap[1]):
+            raise SpecError(f"{where}: swap must name two different tokens, e.g. [1, 3]")
+        spec = replace(spec, swap=tuple(_one_based(t, spec.n_keys, "swap", where) for t in swap))
+    if kind == "mistake":
+        mistake = record.get("mistake", "no-scaling")
+        if mistake not in MISTAKES:
+            raise SpecError(f"{where}: unknown mistake {mistake!r} "
+                            f"(expected one of: {', '.join(MISTAKES)})")
+        spec = replace(spec, mistake=mistake)
+    _check_question(spec, where)
+    return spec
+
+
+def mistakes_that_fit(spec: ProblemSpec) -> tuple[str, ...]:
+    """The mistakes whose wrong products still have matching shapes for this problem."""
+    fits = {"k-not-transposed": spec.d_k == spec.n_keys, "v-times-weights": spec.d_v == spec.n_queries}
+    return tuple(name for name in MISTAKES if fits.get(name, True))
+
+
+def _one_based(value, limit: int, key: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise SpecError(f"{where}: {key} must be a whole number from 1 to {limit}, got {value!r}")
+    return value - 1
+
+
+def _check_question(spec: ProblemSpec, where: str) -> None:
+    needs_embeddings = spec.question in ("heads", "permute", "mistake")
+    if needs_embeddings and not spec.from_embeddings:
+        raise SpecError(f"{where}: type {spec.question} needs X, W_Q, W_K and W_V")
+    if spec.question in ("permute", "heads", "concept", "mistake") and spec.mask != "none":
+        raise SpecError(f"{where}: type {spec.question} takes no mask")
+    if spec.question == "masked" and spec.mask != "causal":
+        raise SpecError(f"{where}: type masked needs mask = \"causal\"")
+    if (spec.question == "heads") != ("W_O" in spec.matrices):
+        raise SpecError(f"{where}: W_O (the output projection) goes with type heads, and only there")
+    if spec.mistake and spec.mistake not in mistakes_that_fit(spec):
+        raise SpecError(f"{where}: mistake {spec.mistake} needs square shapes this problem lacks")
+    if spec.question == "heads":
+        if spec.d_k % HEADS or spec.d_v % HEADS:
+            raise SpecError(f"{where}: d_k and d_v must split evenly into {HEADS} heads")
+        if len(spec.matrices["W_O"]) != spec.d_v:
+            raise SpecError(f"{where}: W_O has {len(spec.matrices['W_O'])} rows but the heads "
+                            f"give {spec.d_v} columns")
 
 
 def read_user_file(path: Path, what: str = "the file") -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .crosscheck import attention_steps
+from .spec import MISTAKES
 
 QKV_BOUND = {"easy": 3, "medium": 3}
 SCORE_BOUND = {"easy": 6, "medium": 8}
@@ -31,6 +32,11 @@ class Candidate:
     w_k: np.ndarray
     w_v: np.ndarray
     mask: str
+    w_o: np.ndarray | None = None  # the output projection of a two-head question
+
+    @property
+    def given(self) -> dict[str, np.ndarray]:
+        return {"X": self.x, "W_Q": self.w_q, "W_K": self.w_k, "W_V": self.w_v}
 
     @property
     def identity(self) -> tuple:
@@ -40,11 +46,48 @@ class Candidate:
 
 
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
-    steps = attention_steps({"X": candidate.x, "W_Q": candidate.w_q, "W_K": candidate.w_k,
-                             "W_V": candidate.w_v}, candidate.mask)
+    steps = attention_steps(candidate.given, candidate.mask)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
             and _within_bounds(steps, difficulty)
             and _readable_weights(steps["weights"], candidate.mask, decimals))
+
+
+def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
+    """The mistakes whose wrong step differs from the right one at the shown decimals
+    (a column softmax of a symmetric score matrix, say, would change nothing)."""
+    right = attention_steps(candidate.given)
+    n, d_k, d_v = len(candidate.x), candidate.w_q.shape[1], candidate.w_v.shape[1]
+    fits = {"k-not-transposed": d_k == n, "v-times-weights": d_v == n}
+    visible = []
+    for mistake, step in MISTAKES.items():
+        if not fits.get(mistake, True):
+            continue
+        wrong = attention_steps(candidate.given, mistake=mistake)[step]
+        if wrong.shape != right[step].shape or np.any(
+                np.round(wrong, decimals) != np.round(right[step], decimals)):
+            visible.append(mistake)
+    return visible
+
+
+def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
+    """Each head's own softmax rows pass the same test as a single head's."""
+    whole = attention_steps(candidate.given)
+    for h in range(heads):
+        part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
+        steps = attention_steps(part)
+        if (not all(_distinct_nonzero_rows(part[name]) for name in "QKV")
+                or np.abs(steps["scaled"]).max() > SCALED_BOUND
+                or not _readable_weights(steps["weights"], "none", decimals)):
+            return False
+    return True
+
+
+def clear_top_tokens(candidate: Candidate, decimals: int) -> list[int]:
+    """Tokens whose largest attention weight stands clear of their second, at the shown
+    decimals: "which token does it attend to most?" must have one answer."""
+    weights = attention_steps(candidate.given)["weights"]
+    ordered = np.sort(np.round(weights, decimals), axis=1)
+    return [i for i, row in enumerate(ordered) if len(row) > 1 and row[-1] > row[-2]]
 
 
 def _no_zero_rows(matrix: np.ndarray) -> bool:

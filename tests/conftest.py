@@ -38,13 +38,18 @@ def make_spec(problem_id: str = "test-1", **record):
     return spec_from_record(record or dict(WORKED_EXAMPLE), problem_id)
 
 
-def make_solution(**record):
+def make_question(**record):
     return solve_checked(make_spec(**record))
 
 
-def render(renderer, solutions, info=None):
-    """One paper of these solutions, through render_latex or render_markdown."""
-    sets = {1: solutions}
+def make_solution(**record):
+    """The checked solution of a full problem."""
+    return make_question(**record).solution
+
+
+def render(renderer, questions, info=None):
+    """One paper of these questions, through render_latex or render_markdown."""
+    sets = {1: questions}
     return renderer(question_papers(sets, None), answer_keys(sets), info or DocumentInfo())
 
 

@@ -2,7 +2,7 @@
 
 import sympy
 
-from conftest import WORKED_EXAMPLE, make_solution, render
+from conftest import WORKED_EXAMPLE, make_question, make_solution, render
 from generator.formatting import decimal_text
 from generator.render import render_markdown
 
@@ -43,7 +43,7 @@ def test_softmax_working_has_the_seed_exponentials_and_sums():
 
 
 def test_answer_key_shows_the_seed_working_line_by_line():
-    answers = render(render_markdown, [make_solution(**WORKED_EXAMPLE)])["answers.md"]
+    answers = render(render_markdown, [make_question(**WORKED_EXAMPLE)])["answers.md"]
     for line in (
         "scores[1,2] = 1·0 + 0·2 = 0",
         "scores[2,2] = 0·0 + 1·2 = 2",

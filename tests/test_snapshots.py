@@ -16,6 +16,9 @@ RUNS = {
     "worked-example": ["--spec", str(EXAMPLES / "worked-example.toml")],
     "seed-7": ["--count", "2", "--seed", "7"],
     "module05-causal": ["--spec", str(SNAPSHOTS / "module05-causal.json")],
+    # one problem of each question type, in the order --types takes them by default
+    "every-type": ["--count", "7", "--seed", "42"],
+    "every-type-hard": ["--count", "7", "--seed", "5", "--difficulty", "hard"],
 }
 FILES = ("questions.tex", "answers.tex", "questions.md", "answers.md", "problems.json")
 

@@ -1,0 +1,253 @@
+"""Stage 2, question types: a solved problem turned into what the student is asked.
+
+``build_question(spec)`` solves the problem with the engine and lays out the
+question of ``spec.question``: what the statement shows (``given``, ``shown``), and
+lettered parts, each with its marks and the engine's steps that answer it.  Every
+number comes from the engine (mistakes, permutations and heads included); this
+module only chooses which steps go where.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, replace
+
+import numpy as np
+import sympy
+
+from .engine import Evaluator, Num, Solution, Step, product_step, scaling_step, softmax_step, solve
+from .spec import HEADS, MISTAKES, ProblemSpec
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+FULL_MARKS = {"Q": 1, "K": 1, "V": 1, "scores": 2, "scaled": 1, "masked": 1, "weights": 3, "output": 2}
+FULL_PARTS = (("Q", "K", "V"), ("scores",), ("scaled",), ("masked",), ("weights",), ("output",))
+
+
+@dataclass(frozen=True)
+class Part:
+    letter: str
+    task: str  # names the prompt template, parts/<task>, and the key template, keys/<task>
+    marks: int
+    steps: tuple[Step, ...] = ()
+    step_marks: tuple[int, ...] = ()  # marks of each step, where a part has several
+    label: str = ""  # e.g. "Head 1"
+
+
+@dataclass(frozen=True)
+class ConceptItem:
+    topic: str  # top-attention | row-sum | output-shape | no-scaling
+    choices: tuple  # values; the templates write them according to the topic
+    answer: int  # index of the right choice
+
+
+@dataclass(frozen=True)
+class Question:
+    kind: str
+    spec: ProblemSpec
+    solution: Solution  # the right solution of the problem as given
+    given: tuple[Step, ...]  # the matrices the statement gives
+    parts: tuple[Part, ...]
+    flawed: Solution | None = None  # mistake: the worked solution with the mistake in it
+    recomputed: Solution | None = None  # permute: solved again after the swap
+    heads: tuple[Solution, ...] = ()  # heads: one solution per head
+    items: tuple[ConceptItem, ...] = ()  # concept: the checkpoint questions
+
+    @property
+    def marks(self) -> int:
+        return sum(part.marks for part in self.parts)
+
+    def solutions(self) -> list[tuple[Solution, str | None]]:
+        """Every solution inside the question, with the mistake it was solved with."""
+        pairs = [(self.solution, None), (self.recomputed, None)] + [(h, None) for h in self.heads]
+        pairs.append((self.flawed, self.spec.mistake))
+        return [(solution, mistake) for solution, mistake in pairs if solution is not None]
+
+    def named_steps(self) -> dict[str, Step]:
+        """Every step of the question under a unique name, for the JSON output: the
+        solution's by their own names, the others prefixed (flawed.weights, head1.scores,
+        swapped.output, row-scaled.scaled, given.scores) where a name is taken."""
+        steps: dict[str, Step] = {}
+
+        def add(step: Step, prefix: str, always: bool = False) -> None:
+            taken = step.name in steps and steps[step.name] is not step
+            name = f"{prefix}.{step.name}" if always or taken else step.name
+            steps.setdefault(name, step)
+
+        for step in self.solution.steps:
+            add(step, "")
+        for step in self.given:
+            add(step, "given")
+        for prefix, solution in (("flawed", self.flawed), ("swapped", self.recomputed),
+                                 *((f"head{h}", head) for h, head in enumerate(self.heads, 1))):
+            for step in solution.steps if solution else ():
+                add(step, prefix, always=True)
+        for part in self.parts:
+            for step in part.steps:
+                add(step, part.task)
+        return steps
+
+
+def build_question(spec: ProblemSpec) -> Question:
+    return BUILDERS[spec.question](spec)
+
+
+def lettered(parts: list[tuple]) -> tuple[Part, ...]:
+    return tuple(Part(LETTERS[i], *part) for i, part in enumerate(parts))
+
+
+def full_question(spec: ProblemSpec) -> Question:
+    solution = solve(spec)
+    present = {s.name for s in solution.steps if s.kind != "given"}
+    groups = [g for g in FULL_PARTS if present.issuperset(g)]
+    parts = lettered([(g[0], sum(FULL_MARKS[n] for n in g), tuple(solution.step(n) for n in g),
+                       tuple(FULL_MARKS[n] for n in g)) for g in groups])
+    return Question(spec.question, spec, solution, _given(solution), parts)
+
+
+def row_question(spec: ProblemSpec) -> Question:
+    """One row of raw scores and d_k: scale it, exponentiate, sum, divide."""
+    solution = solve(spec)
+    num = Evaluator()
+    scores = solution.step("scores")
+    row = Step("scores", "one row of scores (given)", "given", (scores.entries[spec.row],))
+    scaled = scaling_step(row, spec, num)
+    parts = lettered([("row-scaled", 1, (scaled,)), ("row-weights", 3, (softmax_step(scaled, num),))])
+    return Question("row", spec, solution, (row,), parts)
+
+
+def mistake_question(spec: ProblemSpec) -> Question:
+    """A worked solution with one mistake: find the step, say why, put it right."""
+    solution, flawed = solve(spec), solve(spec, spec.mistake)
+    wrong = MISTAKES[spec.mistake]
+    names = [s.name for s in solution.steps if s.kind != "given"]
+    from_wrong = tuple(solution.step(n) for n in names[names.index(wrong):])
+    parts = lettered([("mistake-find", 2, (flawed.step(wrong),)), ("mistake-fix", 3, from_wrong)])
+    return Question("mistake", spec, solution, _given(solution), parts, flawed=flawed)
+
+
+def permute_question(spec: ProblemSpec) -> Question:
+    """Two tokens swap: predict the new weights and output from the old ones."""
+    solution = solve(spec)
+    i, j = spec.swap
+    order = list(range(spec.n_queries))
+    order[i], order[j] = j, i
+    swapped_x = tuple(spec.matrices["X"][k] for k in order)
+    recomputed = solve(replace(spec, matrices={**spec.matrices, "X": swapped_x}))
+    weights = permuted(solution.step("weights"), order, columns_too=True)
+    output = permuted(solution.step("output"), order, columns_too=False)
+    parts = lettered([("permute-weights", 2, (weights,)), ("permute-output", 2, (output,)),
+                      ("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")))])
+    return Question("permute", spec, solution, _given(solution), parts, recomputed=recomputed)
+
+
+def permuted(step: Step, order: list[int], columns_too: bool) -> Step:
+    """The step's rows (and columns) put in the new token order: row k is old row order[k]."""
+    rows = [step.entries[k] for k in order]
+    if columns_too:
+        rows = [tuple(row[k] for k in order) for row in rows]
+    return Step(step.name, f"{step.name}, tokens swapped", "permutation", tuple(rows),
+                working=tuple(order))
+
+
+def heads_question(spec: ProblemSpec) -> Question:
+    """Two heads: project, split the columns, attend per head, concatenate, project out."""
+    single = replace(spec, matrices={k: v for k, v in spec.matrices.items() if k != "W_O"})
+    solution = solve(single)
+    q, k, v = (solution.step(name) for name in "QKV")
+    split = [{name: _columns(step, h, HEADS) for name, step in zip("QKV", (q, k, v))}
+             for h in range(HEADS)]
+    heads = tuple(solve(ProblemSpec(f"{spec.id}-head{h + 1}", {n: _exact(m) for n, m in parts.items()},
+                                    scale=spec.scale)) for h, parts in enumerate(split))
+    num = Evaluator()
+    concat = Step("concat", "concat = [output_1, output_2]", "concat",
+                  tuple(sum((head.step("output").entries[r] for head in heads), ())
+                        for r in range(spec.n_queries)))
+    w_o = Step("W_O", "W_O (given)", "given", num.matrix(spec.matrices["W_O"]))
+    projected = product_step("projected", "projected = concat W_O", concat.entries, w_o.entries, num)
+    head_parts = [("head", 4, tuple(h.step(n) for n in ("scores", "scaled", "weights", "output")),
+                   (1, 1, 1, 1), f"Head {i + 1}") for i, h in enumerate(heads)]
+    parts = lettered([("Q", 3, (q, k, v), (1, 1, 1)),
+                      ("split", 2, tuple(s for h in heads for s in h.steps[:3])),
+                      *head_parts, ("concat", 1, (concat,)), ("projected", 2, (projected,))])
+    return Question("heads", spec, solution, _given(solution) + (w_o,), parts, heads=heads)
+
+
+def concept_question(spec: ProblemSpec) -> Question:
+    """Checkpoint questions on the problem's own numbers, distractors from wrong variants."""
+    solution = solve(spec)
+    shuffle = np.random.default_rng(zlib.crc32(spec.id.encode()))
+    items = tuple(_shuffled(item, shuffle) for item in (
+        _top_attention(solution, spec.row), _row_sum(spec), _output_shape(spec),
+        _no_scaling(solution, spec)))
+    given = (solution.step("scores"), solution.step("weights"))
+    parts = lettered([(f"concept-{item.topic}", 1) for item in items])
+    return Question("concept", spec, solution, given, parts, items=items)
+
+
+def _top_attention(solution: Solution, token: int) -> ConceptItem:
+    """Which key does `token` attend to most, and with what weight?"""
+    def top(weights_step):
+        row = weights_step.entries[token]
+        best = max(range(len(row)), key=lambda j: row[j].value)
+        return (best, row[best])
+
+    right = top(solution.step("weights"))
+    row = solution.step("weights").entries[token]
+    second = sorted(range(len(row)), key=lambda j: -row[j].value)[1:2]
+    wrong = [top(solve(solution.spec, m).step("weights")) for m in ("no-scaling", "column-softmax")]
+    wrong += [(j, row[j]) for j in second] + [(right[0], Num.of(sympy.Rational(1, len(row))))]
+    return _item("top-attention", right, wrong, key=lambda c: (c[0], round(c[1].value, 4)))
+
+
+def _row_sum(spec: ProblemSpec) -> ConceptItem:
+    return _item("row-sum", 1, [spec.n_keys, "depends", spec.d_k, spec.d_v, 0], key=str)
+
+
+def _output_shape(spec: ProblemSpec) -> ConceptItem:
+    n, m, d_k, d_v = spec.n_queries, spec.n_keys, spec.d_k, spec.d_v
+    wrong = [(n, m), (d_v, n), (n, d_k), (d_k, d_v), (1, d_v), (n, 1)]
+    return _item("output-shape", (n, d_v), wrong, key=str)
+
+
+def _no_scaling(solution: Solution, spec: ProblemSpec) -> ConceptItem:
+    """Without scaling, what would the largest weight of `token` be?"""
+    def largest(weights_step):
+        return max(weights_step.entries[spec.row], key=lambda n: n.value)
+
+    right = largest(solve(spec, "no-scaling").step("weights"))
+    wrong = [largest(solution.step("weights")), largest(solve(spec, "dk-not-sqrt").step("weights")),
+             Num.of(sympy.Rational(1, spec.n_keys))]
+    return _item("no-scaling", right, wrong, key=lambda n: round(n.value, 4))
+
+
+def _item(topic: str, right, wrong: list, key) -> ConceptItem:
+    """The right choice and up to three distractors that read differently from it and each other."""
+    choices, seen = [right], {key(right)}
+    for choice in wrong:
+        if key(choice) not in seen and len(choices) < 4:
+            choices.append(choice)
+            seen.add(key(choice))
+    return ConceptItem(topic, tuple(choices), 0)
+
+
+def _shuffled(item: ConceptItem, rng: np.random.Generator) -> ConceptItem:
+    order = [int(k) for k in rng.permutation(len(item.choices))]
+    return ConceptItem(item.topic, tuple(item.choices[k] for k in order), order.index(item.answer))
+
+
+def _given(solution: Solution) -> tuple[Step, ...]:
+    return tuple(step for step in solution.steps if step.kind == "given")
+
+
+def _columns(step: Step, head: int, heads: int) -> tuple:
+    width = step.shape[1] // heads
+    return tuple(row[head * width:(head + 1) * width] for row in step.entries)
+
+
+def _exact(rows) -> tuple:
+    return tuple(tuple(n.exact for n in row) for row in rows)
+
+
+BUILDERS = {"full": full_question, "masked": full_question, "row": row_question,
+            "mistake": mistake_question, "permute": permute_question, "heads": heads_question,
+            "concept": concept_question}
