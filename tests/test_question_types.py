@@ -1,0 +1,180 @@
+"""Question types beyond the full pipeline: each built from the engine's own numbers."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import make_question, torch_or_skip
+from generator.formatting import decimal_text
+from generator.sampling import draw_options, sample_set
+from generator.spec import MISTAKES, QUESTION_TYPES, SpecError
+
+# Three tokens with d_k = d_v = 3, so that every mistake's wrong product has matching shapes.
+SQUARE = {"X": [[1, 0, 1], [0, 2, 1], [1, 1, 0]], "W_Q": [[1, 0, 1], [0, 1, 0], [1, 1, 0]],
+          "W_K": [[0, 1, 1], [1, 0, 0], [1, 0, 1]], "W_V": [[1, 0, 0], [0, 1, 1], [2, 0, 1]]}
+
+
+def shown(step, decimals=4):
+    return [[decimal_text(n, decimals) for n in row] for row in step.entries]
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_each_mistake_changes_its_step_at_the_shown_decimals(mistake):
+    question = make_question(**SQUARE, type="mistake", mistake=mistake)
+    wrong_step = MISTAKES[mistake]
+    wrong, right = question.flawed.step(wrong_step), question.solution.step(wrong_step)
+    assert shown(wrong) != shown(right)
+    find, fix = question.parts
+    assert (find.task, find.marks, fix.task, fix.marks) == ("mistake-find", 2, "mistake-fix", 3)
+    assert find.steps == (wrong,)
+    assert fix.steps[0] is right and fix.steps[-1] is question.solution.step("output")
+    # the steps before the mistake are the student's right working
+    names = [s.name for s in question.solution.steps]
+    for name in names[:names.index(wrong_step)]:
+        assert shown(question.flawed.step(name)) == shown(question.solution.step(name))
+
+
+def test_column_softmax_rows_do_not_sum_to_one_but_columns_do():
+    question = make_question(**SQUARE, type="mistake", mistake="column-softmax")
+    weights = question.flawed.step("weights").numeric
+    assert np.allclose(weights.sum(axis=0), 1) and not np.allclose(weights.sum(axis=1), 1)
+
+
+def test_mistakes_that_do_not_fit_the_shapes_are_refused():
+    with pytest.raises(SpecError, match="needs square shapes"):
+        make_question(X=[[1, 0], [0, 1]], W_Q=[[1, 0, 1], [0, 1, 1]], W_K=[[1, 0, 0], [0, 1, 1]],
+                      W_V=[[1], [2]], type="mistake", mistake="k-not-transposed")
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10**6), difficulty=st.sampled_from(["easy", "medium", "hard"]))
+def test_permuting_tokens_permutes_the_results(seed, difficulty):
+    options = draw_options(difficulty, tokens=(2, 4) if difficulty != "easy" else None)
+    [spec] = sample_set(options, seed, 1, types=("permute",))
+    question = make_question_from(spec)
+    predicted_weights, predicted_output = (part.steps[0] for part in question.parts[:2])
+    assert question.recomputed.step("weights").exact == predicted_weights.exact
+    assert question.recomputed.step("output").exact == predicted_output.exact or np.allclose(
+        question.recomputed.step("output").numeric, predicted_output.numeric, rtol=0, atol=1e-12)
+    i, j = spec.swap
+    assert predicted_weights.entries[i][i] is question.solution.step("weights").entries[j][j]
+
+
+def make_question_from(spec):
+    from generator.cli import solve_checked
+    return solve_checked(spec)
+
+
+def test_heads_agree_with_an_explicit_torch_computation():
+    torch = torch_or_skip()
+    [spec] = sample_set(draw_options("hard"), 3, 1, types=("heads",))
+    question = make_question_from(spec)
+    steps = question.named_steps()
+    x, w_q, w_k, w_v, w_o = (torch.tensor(steps[n].numeric, dtype=torch.float64)
+                             for n in ("X", "W_Q", "W_K", "W_V", "W_O"))
+    q, k, v = ((x @ w).unsqueeze(0) for w in (w_q, w_k, w_v))
+    heads = [torch.nn.functional.scaled_dot_product_attention(*(t.chunk(2, dim=-1)[h] for t in (q, k, v)))
+             for h in range(2)]
+    expected = (torch.cat(heads, dim=-1) @ w_o).squeeze(0).numpy()
+    assert np.allclose(steps["projected"].numeric, expected, rtol=1e-9, atol=1e-9)
+    assert [p.task for p in question.parts] == ["Q", "split", "head", "head", "concat", "projected"]
+    assert question.marks == 16
+
+
+def test_heads_match_torch_multihead_attention_when_widths_agree():
+    torch = torch_or_skip()
+    [spec] = sample_set(draw_options("hard"), 8, 1, types=("heads",))  # d_model = d_k = d_v = 4
+    steps = make_question_from(spec).named_steps()
+    mha = torch.nn.MultiheadAttention(4, 2, bias=False, batch_first=True, dtype=torch.float64)
+    weights = [torch.tensor(steps[n].numeric, dtype=torch.float64).T for n in ("W_Q", "W_K", "W_V")]
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat(weights, dim=0))
+        mha.out_proj.weight.copy_(torch.tensor(steps["W_O"].numeric, dtype=torch.float64).T)
+        x = torch.tensor(steps["X"].numeric, dtype=torch.float64).unsqueeze(0)
+        expected, _ = mha(x, x, x, need_weights=False)
+    assert np.allclose(steps["projected"].numeric, expected.squeeze(0).numpy(), atol=1e-9)
+
+
+def test_row_question_matches_the_full_solution_row():
+    question = make_question(**SQUARE, type="row", row=2)
+    scaled, weights = (part.steps[0] for part in question.parts)
+    assert shown(scaled)[0] == shown(question.solution.step("scaled"))[1]
+    assert shown(weights)[0] == shown(question.solution.step("weights"))[1]
+    assert question.marks == 4
+
+
+def test_concept_items_have_one_right_answer_among_distinct_choices():
+    for spec in sample_set(draw_options("medium"), 11, 6, types=("concept",)):
+        question = make_question_from(spec)
+        topics = [item.topic for item in question.items]
+        assert topics == ["top-attention", "row-sum", "output-shape", "no-scaling"]
+        top, row_sum, shape, unscaled = question.items
+        weights = question.solution.step("weights").numeric[spec.row]
+        token, weight = top.choices[top.answer]
+        assert token == int(np.argmax(weights)) and weight.value == weights.max()
+        assert row_sum.choices[row_sum.answer] == 1
+        assert shape.choices[shape.answer] == (spec.n_queries, spec.d_v)
+        for item in question.items:
+            assert 3 <= len(item.choices) <= 4
+            assert len({str(c) if not hasattr(c, "value") else round(c.value, 4)
+                        for c in item.choices}) == len(item.choices)
+
+
+def test_masked_type_is_causal_with_exact_zeros():
+    [spec] = sample_set(draw_options("medium"), 2, 1, types=("masked",))
+    question = make_question_from(spec)
+    assert spec.mask == "causal"
+    assert [p.task for p in question.parts] == ["Q", "scores", "scaled", "masked", "weights", "output"]
+    weights = question.solution.step("weights").exact
+    assert all(w == 0 for i, row in enumerate(weights) for w in row[i + 1:])
+
+
+def test_types_option_and_json_parts(tmp_path, run_cli):
+    code, _, err = run_cli("--count", "4", "--seed", "1", "--types", "row,mistake", "--out", tmp_path)
+    assert code == 0, err
+    problems = json.loads((tmp_path / "problems.json").read_text())["problems"]
+    assert [p["type"] for p in problems] == ["row", "mistake", "row", "mistake"]
+    row, mistake = problems[:2]
+    assert [(p["part"], p["task"], p["marks"]) for p in row["parts"]] == [
+        ("a", "row-scaled", 1), ("b", "row-weights", 3)]
+    assert row["given"] == ["given.scores"] and len(row["steps"]["given.scores"]) == 1
+    assert mistake["spec"]["type"] == "mistake" and mistake["spec"]["mistake"] in MISTAKES
+    assert any(name.startswith("flawed.") for name in mistake["steps"])
+
+
+def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
+    assert run_cli("--count", "7", "--seed", "42", "--out", tmp_path / "a")[0] == 0
+    problems = json.loads((tmp_path / "a" / "problems.json").read_text())["problems"]
+    assert [p["type"] for p in problems] == list(QUESTION_TYPES)
+    spec_file = tmp_path / "again.json"
+    spec_file.write_text(json.dumps([p["spec"] for p in problems]))
+    assert run_cli("--spec", spec_file, "--out", tmp_path / "b")[0] == 0
+    again = json.loads((tmp_path / "b" / "problems.json").read_text())["problems"]
+    for first, second in zip(problems, again):
+        assert first["steps"] == second["steps"] and first["parts"] == second["parts"]
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"type": "essay"}, "unknown type 'essay'"),
+    ({"type": "mistake", "mistake": "typo"}, "unknown mistake 'typo'"),
+    ({"type": "row", "row": 4}, "row must be a whole number from 1 to 3"),
+    ({"type": "permute", "swap": [2, 2]}, "swap must name two different tokens"),
+    ({"type": "permute", "mask": "causal"}, "type permute takes no mask"),
+    ({"type": "masked"}, 'type masked needs mask = "causal"'),
+    ({"type": "heads"}, "W_O (the output projection) goes with type heads"),
+    ({"row": 2}, "row goes with type row or concept, not full"),
+    ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k and d_v must split evenly into 2 heads"),
+])
+def test_bad_question_specs(tmp_path, run_cli, changes, expected):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**SQUARE, **changes}))
+    code, _, err = run_cli("--spec", path, "--out", tmp_path / "o")
+    assert code == 2 and expected in err and err.count("\n") == 1, err
+
+
+def test_unknown_type_on_the_command_line(tmp_path, run_cli):
+    code, _, err = run_cli("--types", "full,essay", "--out", tmp_path)
+    assert code == 2 and "unknown question type 'essay'" in err
