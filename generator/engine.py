@@ -172,10 +172,10 @@ class Evaluator:
         exact = sympy.Mul(numerator.exact, sympy.Pow(denominator.exact, -1), evaluate=False)
         return Num(exact, numerator.value / denominator.value)
 
-    def blend(self, pairs) -> Num:
+    def blend(self, pairs, weights_sum_to_one: bool) -> Num:
         """sum of weight·value, left as written (no document shows it simplified)."""
         values = {v.exact for w, v in pairs if w.exact != 0}
-        if len(values) == 1:  # the weights sum to 1, so blending equal values gives that value
+        if weights_sum_to_one and len(values) == 1:  # blending equal values gives that value
             return self(values.pop())
         terms = [w.exact if v.exact == 1 else sympy.Mul(w.exact, v.exact, evaluate=False)
                  for w, v in pairs if w.exact != 0 and v.exact != 0]
@@ -225,7 +225,8 @@ def _mistaken_scale(spec: ProblemSpec, mistake: str | None) -> ProblemSpec:
 def _output_step(weights: Step, v: Step, k: Step, num: Evaluator, mistake: str | None) -> Step:
     if mistake == "v-times-weights":
         return product_step("output", "output = V weights", v.entries, weights.entries, num)
-    return blend_step(weights, k if mistake == "weights-times-k" else v, num)
+    return blend_step(weights, k if mistake == "weights-times-k" else v, num,
+                      rows_sum_to_one=mistake != "column-softmax")
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:
@@ -285,8 +286,8 @@ def softmax_step(scores: Step, num: Evaluator, by_columns: bool = False) -> Step
     if by_columns:
         return Step(name="weights", formula="weights = softmax(column-wise)", kind="softmax",
                     entries=transpose(entries))
-    return Step(name="weights", formula="weights = softmax(row-wise)",
-                kind="softmax", entries=entries, working=working)
+    return Step(name="weights", formula="weights = softmax(row-wise)", kind="softmax",
+                entries=entries, working=working)
 
 
 def _softmax_row(index: int, row: tuple[Num, ...], num: Evaluator) -> SoftmaxRow:
@@ -297,10 +298,14 @@ def _softmax_row(index: int, row: tuple[Num, ...], num: Evaluator) -> SoftmaxRow
     return SoftmaxRow(index, inputs, exponentials, total, weights)
 
 
-def blend_step(weights: Step, v: Step, num: Evaluator) -> Step:
-    """output = weights · V: each output row blends the value rows by that row's weights."""
+def blend_step(weights: Step, v: Step, num: Evaluator, rows_sum_to_one: bool = True) -> Step:
+    """output = weights · V: each output row blends the value rows by that row's weights.
+
+    ``rows_sum_to_one`` is False after the column-wise softmax mistake.
+    """
     columns = transpose(v.entries)
-    working = tuple(Blend(i, row, v.entries, tuple(num.blend(tuple(zip(row, column))) for column in columns))
+    working = tuple(Blend(i, row, v.entries, tuple(num.blend(tuple(zip(row, column)), rows_sum_to_one)
+                                                   for column in columns))
                     for i, row in enumerate(weights.entries))
     entries = tuple(w.result for w in working)
     return Step(name="output", formula="output = weights V", kind="blend",
