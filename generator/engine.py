@@ -160,6 +160,8 @@ class Evaluator:
             total = sum(Fraction(a.exact.p, a.exact.q) * Fraction(b.exact.p, b.exact.q)
                         for a, b in pairs)
             return self(sympy.Rational(total.numerator, total.denominator))
+        if any(a.exact.has(sympy.exp) or b.exact.has(sympy.exp) for a, b in pairs):
+            return self.blend(pairs, weights_sum_to_one=False)  # softmax outputs: left as written
         return self(sympy.Add(*(a.exact * b.exact for a, b in pairs)))
 
     def total(self, nums) -> Num:

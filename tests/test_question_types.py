@@ -178,3 +178,10 @@ def test_bad_question_specs(tmp_path, run_cli, changes, expected):
 def test_unknown_type_on_the_command_line(tmp_path, run_cli):
     code, _, err = run_cli("--types", "full,essay", "--out", tmp_path)
     assert code == 2 and "unknown question type 'essay'" in err
+
+
+def test_column_softmax_mistake_with_a_constant_value_column():
+    """Regression: equal values blend to themselves only when the weights sum to 1."""
+    spec = sample_set(draw_options("medium"), 1, 3, 18, QUESTION_TYPES)[2]
+    assert (spec.question, spec.mistake) == ("mistake", "column-softmax")
+    make_question_from(spec)  # raises if the engine and the numpy mistake disagree
