@@ -1,8 +1,8 @@
 """What makes a drawn problem worth putting in an exam, checked in float64 before any exact work.
 
 A candidate is rejected when a question would be trivial or unpleasant by hand:
-  - a zero row in X, Q, K or V, or two equal rows in one of them (two tokens
-    alike, or a row of the working that merely repeats another);
+  - a zero row in X, Q, K or V, or two equal rows in one of them or in the raw
+    scores (two tokens alike, or a row of the working that merely repeats another);
   - at easy and medium, an entry of Q, K or V beyond ``QKV_BOUND`` or a raw score
     beyond ``SCORE_BOUND`` (both integers there by construction);
   - a scaled score beyond ``SCALED_BOUND`` (e^6 ≈ 403 is as far as a calculator
@@ -48,6 +48,7 @@ class Candidate:
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
     steps = attention_steps(candidate.given, candidate.mask)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
+            and len({tuple(row) for row in steps["scores"].tolist()}) == len(steps["scores"])
             and _within_bounds(steps, difficulty)
             and _readable_weights(steps["weights"], candidate.mask, decimals))
 
@@ -72,6 +73,8 @@ def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
 def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
     """Each head's own softmax rows pass the same test as a single head's."""
     whole = attention_steps(candidate.given)
+    if candidate.w_o is not None and not _no_zero_rows(candidate.w_o):
+        return False
     for h in range(heads):
         part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
         steps = attention_steps(part)

@@ -36,7 +36,7 @@ def test_every_drawn_problem_meets_its_difficulty(seed, difficulty, count):
 
 
 def check_constraints(solution, difficulty, decimals):
-    for name in ("X", "Q", "K", "V"):
+    for name in ("X", "Q", "K", "V", "scores"):
         rows = solution.step(name).exact
         assert len(set(rows)) == len(rows), f"repeated row in {name}"
         assert all(any(x != 0 for x in row) for row in rows), f"zero row in {name}"
