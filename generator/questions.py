@@ -31,6 +31,7 @@ class Part:
     steps: tuple[Step, ...] = ()
     step_marks: tuple[int, ...] = ()  # marks of each step, where a part has several
     label: str = ""  # e.g. "Head 1"
+    answer: tuple = ()  # a short answer beside the steps, e.g. (key index, its weight)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,10 @@ def row_question(spec: ProblemSpec) -> Question:
     scores = solution.step("scores")
     row = Step("scores", "one row of scores (given)", "given", (scores.entries[spec.row],))
     scaled = scaling_step(row, spec, num)
-    parts = lettered([("row-scaled", 1, (scaled,)), ("row-weights", 3, (softmax_step(scaled, num),))])
+    weights = softmax_step(scaled, num)
+    top = max(range(len(weights.entries[0])), key=lambda j: weights.entries[0][j].value)
+    parts = lettered([("row-scaled", 1, (scaled,)),
+                      ("row-weights", 3, (weights,), (), "", (top, weights.entries[0][top]))])
     return Question("row", spec, solution, (row,), parts)
 
 
