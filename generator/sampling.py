@@ -162,9 +162,7 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
 def question_params(rng, candidate: Candidate, kind: str, decimals: int) -> dict | None:
     """The type's own choices (which row, which tokens, which mistake), or None to redraw."""
     tokens = len(candidate.x)
-    if kind == "row":
-        return {"row": int(rng.integers(tokens))}
-    if kind == "concept":
+    if kind in ("row", "concept"):  # both ask which key gets the most attention
         clear = clear_top_tokens(candidate, decimals)
         return {"row": clear[int(rng.integers(len(clear)))]} if clear else None
     if kind == "permute":
