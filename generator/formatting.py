@@ -149,3 +149,30 @@ LATEX_SYMBOLS = {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "Q": "Q", "
 
 def latex_symbol(step_name: str) -> str:
     return LATEX_SYMBOLS.get(step_name, rf"\mathrm{{{step_name}}}")
+
+
+# --- HTML and Moodle ---------------------------------------------------------------
+
+def key_tolerance(decimals: int) -> float:
+    """How far a typed answer may be from the key: one unit in the last shown place, so a
+    value rounded either way, or computed from rounded earlier values, still counts."""
+    return 10.0**-decimals
+
+
+def cloze_numerical(num: Num, decimals: int, weight: int = 1) -> str:
+    """A Moodle cloze NUMERICAL gap whose answer is the number as the key shows it."""
+    return f"{{{weight}:NUMERICAL:={decimal_text(num, decimals)}:{key_tolerance(decimals):g}}}"
+
+
+def cloze_escape(text: str) -> str:
+    """Text inside a cloze answer: Moodle reads } # ~ / " \\ there as syntax."""
+    for special in ("\\", "}", "#", "~", "/", '"'):
+        text = text.replace(special, "\\" + special)
+    return text
+
+
+def mathml_matrix(rows: list[list[str]]) -> str:
+    """A bracketed matrix in MathML, which browsers draw without any script."""
+    cells = "".join("<mtr>" + "".join(f"<mtd><mn>{t}</mn></mtd>" for t in row) + "</mtr>"
+                    for row in rows)
+    return (f'<mrow><mo>[</mo><mtable columnalign="right">{cells}</mtable><mo>]</mo></mrow>')

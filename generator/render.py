@@ -61,8 +61,11 @@ def _render_pair(environment, folder, suffix, questions, keys, info) -> dict[str
             for document, papers in (("questions", questions), ("answers", keys))}
 
 
-def markdown_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
-    environment = _environment(user_templates)
+def markdown_environment(decimals: int, user_templates: Path | None = None,
+                         autoescape: bool = False) -> jinja2.Environment:
+    """Plain-text numbers and matrices; with ``autoescape`` it also serves the HTML pages,
+    which show the Markdown key's working as it is."""
+    environment = make_environment(user_templates, autoescape=autoescape)
     number = partial(fmt.decimal_text, decimals=decimals)
     environment.filters.update(
         num=number,
@@ -77,7 +80,7 @@ def markdown_environment(decimals: int, user_templates: Path | None = None) -> j
 
 def latex_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
     # Delimiters that TeX never writes: {{ }} and {# #} clash with TeX's braces and {#1}.
-    environment = _environment(
+    environment = make_environment(
         user_templates, block_start_string="<%", block_end_string="%>",
         variable_start_string="<<", variable_end_string=">>",
         comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted)
@@ -98,13 +101,13 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
     return environment
 
 
-def _environment(user_templates: Path | None, **options) -> jinja2.Environment:
+def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
     folders = [user_templates] if user_templates else []
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader([*folders, BUILTIN_TEMPLATES]),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True, autoescape=False,
-        bytecode_cache=_bytecode_cache(), **options)
+        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
+        **{"autoescape": False, **options})
     environment.globals["zip"] = zip
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment
