@@ -26,6 +26,7 @@ from .pdf import Compiled, TexError, TexMissing, compile_pdfs, split_papers
 from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
+from .web import render_moodle, render_practice
 from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
 from .spec import QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, read_user_file
 
@@ -33,7 +34,8 @@ MAX_COUNT = 2000
 MAX_DECIMALS = 10
 MAX_HEADER_TEXT = 500
 MAX_TOTAL_PROBLEMS = 5000
-PRINTABLE = ("md", "json")
+PRINTABLE = {"md": "answers.md", "json": "problems.json"}  # --format that print to the terminal
+FORMATS = ("html", "moodle", *PRINTABLE)
 HEADER_FIELDS = ("title", "course", "date", "instructions")
 
 
@@ -83,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
                         help="output folder (default: out/)")
-    output.add_argument("--format", action="append", default=[], metavar="FMT",
-                        help="also print to the terminal: md (the worked answer key) or json")
+    output.add_argument("--format", type=formats, action="extend", default=[], metavar="FMT[,FMT]",
+                        help="html: a self-check practice page; moodle: a Moodle XML question "
+                             "bank; md or json: also print the answer key or the JSON here")
     output.add_argument("--decimals", type=int, default=4, metavar="N",
                         help="decimal places shown (default 4); computing is always exact")
     output.add_argument("--pdf", action="store_true",
@@ -132,11 +135,16 @@ def run(args: argparse.Namespace) -> int:
                 if args.pdf else None)
         documents.update({"problems.json": problems_json(sets, info, questions if versioned else None),
                           **render_markdown(questions, keys, info, args.templates)})
+        if "html" in args.format:
+            documents.update(render_practice(keys, info, args.templates))
+        if "moodle" in args.format:
+            documents["moodle.xml"] = render_moodle(keys, info, args.templates)
         if pdfs:
             documents.update(pdfs.result())
     for name in args.format:
-        print(documents["answers.md" if name == "md" else "problems.json"], end="")
-    paths = write_outputs(args.out, documents, owned_folders=("papers", "keys"))
+        if name in PRINTABLE:
+            print(documents[PRINTABLE[name]], end="")
+    paths = write_outputs(args.out, documents, owned_folders=("papers", "keys", "practice"))
     count = sum(len(solutions) for solutions in sets.values())
     print(f"wrote {count} problems, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
@@ -180,6 +188,16 @@ def token_range(text: str) -> tuple[int, int]:
         return int(low), int(high or low)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number or a range such as 2-4, got {text!r}")
+
+
+def formats(text: str) -> list[str]:
+    """'html,moodle' -> ['html', 'moodle']."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in FORMATS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown format {unknown[0] if unknown else text!r} "
+                                         f"(expected some of: {', '.join(FORMATS)})")
+    return names
 
 
 def question_types(text: str) -> tuple[str, ...]:
@@ -273,9 +291,6 @@ def check_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got {args.count}")
     if not 0 <= args.decimals <= MAX_DECIMALS:
         raise UsageError(f"--decimals must be between 0 and {MAX_DECIMALS}, got {args.decimals}")
-    for name in args.format:
-        if name not in PRINTABLE:
-            raise UsageError(f"unknown --format {name!r} (expected one of: {', '.join(PRINTABLE)})")
     if args.templates and not args.templates.is_dir():
         raise UsageError(f"--templates {args.templates}: no such folder")
 

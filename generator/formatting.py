@@ -173,6 +173,9 @@ def cloze_escape(text: str) -> str:
 
 def mathml_matrix(rows: list[list[str]]) -> str:
     """A bracketed matrix in MathML, which browsers draw without any script."""
-    cells = "".join("<mtr>" + "".join(f"<mtd><mn>{t}</mn></mtd>" for t in row) + "</mtr>"
-                    for row in rows)
+    def cell(text: str) -> str:
+        text = text.replace("-inf", "−∞").replace("-", "−")  # the minus sign, not a hyphen
+        return f"<mtd><mn>{text}</mn></mtd>"
+
+    cells = "".join("<mtr>" + "".join(cell(t) for t in row) + "</mtr>" for row in rows)
     return (f'<mrow><mo>[</mo><mtable columnalign="right">{cells}</mtable><mo>]</mo></mrow>')

@@ -92,7 +92,7 @@ def test_unreadable_files(tmp_path, run_cli, text, suffix, expected):
     (["--count", "100000"], "--count must be between 1 and 2000, got 100000"),
     (["--count", "ten"], "argument --count: invalid int value: 'ten'"),
     (["--decimals", "-1"], "--decimals must be between 0 and 10"),
-    (["--format", "docx"], "unknown --format 'docx'"),
+    (["--format", "docx"], "unknown format 'docx' (expected some of: html, moodle, md, json)"),
     (["--colour"], "unrecognized arguments: --colour"),
     (["--templates", "/no/such/folder"], "--templates /no/such/folder: no such folder"),
 ])

@@ -1,0 +1,85 @@
+"""Stage 3, renderers for the web: a self-check practice page and a Moodle question bank.
+
+Both reuse the Markdown templates' prompts and worked keys (the page reveals a
+step's working exactly as the Markdown key has it), inside HTML that the
+environment escapes by default.  The practice page is one self-contained file:
+its style, its script and its maths (MathML) are inline, and it asks for nothing
+from the network.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from markupsafe import Markup
+
+from . import formatting as fmt
+from .paper import Paper
+from .render import DocumentInfo, markdown_environment
+from .spec import MISTAKES
+
+PRACTICE_SCRIPT = Path(__file__).resolve().parent.parent / "templates" / "html" / "practice.js"
+
+
+def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> str:
+    """A Moodle XML question bank: one cloze question per problem, a category per version."""
+    environment = _web_environment(info.decimals, user_templates)
+    return environment.get_template("moodle/quiz.xml.j2").render(papers=keys, info=info)
+
+
+def render_practice(keys: list[Paper], info: DocumentInfo,
+                    user_templates: Path | None = None) -> dict[str, str]:
+    """One practice page per version: practice.html, or practice/version-NN.html."""
+    environment = _web_environment(info.decimals, user_templates)
+    template = environment.get_template("html/practice.html.j2")
+    script = Markup(PRACTICE_SCRIPT.read_text(encoding="utf-8"))
+    pages = {}
+    for paper in keys:
+        name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
+        pages[name] = template.render(paper=paper, info=info, script=script,
+                                      data=practice_data(paper, info.decimals),
+                                      tolerance=fmt.key_tolerance(info.decimals))
+    return pages
+
+
+def practice_data(paper: Paper, decimals: int) -> dict:
+    """What the page's script needs to mark answers: every step's values, the pipeline's
+    shape for carrying a student's own values forward, and the tolerance."""
+    problems = {}
+    for problem in paper.problems:
+        question = problem.question
+        spec = question.spec
+        steps = {}
+        for part in question.parts:
+            for index, step in enumerate(part.steps):
+                steps[f"{part.letter}{index}"] = {
+                    "name": step.name,
+                    "values": [[None if n.value == float("-inf") else n.value for n in row]
+                               for row in step.entries]}
+        problems[spec.id] = {
+            "steps": steps,
+            "chain": question.kind in ("full", "masked"),
+            "given": {s.name: [[n.value for n in row] for row in s.entries] for s in question.given},
+            "scale": None if spec.scale is None else float(spec.scale),
+            "mask": spec.mask,
+            "choices": [item.answer for item in question.items],
+            "wrong_step": spec.mistake and MISTAKES[spec.mistake],
+        }
+    return {"tolerance": fmt.key_tolerance(decimals), "problems": problems}
+
+
+def _web_environment(decimals: int, user_templates: Path | None):
+    environment = markdown_environment(decimals, user_templates, autoescape=True)
+    number = partial(fmt.decimal_text, decimals=decimals)
+    environment.filters.update(
+        mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]
+                                                      for row in step.entries])),
+        tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
+                                                  for row in step.entries]),
+        cloze=lambda num: fmt.cloze_numerical(num, decimals),
+        cloze_text=fmt.cloze_escape,
+        cdata=lambda text: Markup(str(text).replace("]]>", "]]]]><![CDATA[>")),
+    )
+    environment.tests["masked"] = lambda num: num.value == float("-inf")
+    return environment
