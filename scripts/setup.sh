@@ -4,6 +4,7 @@
 #   - PyTorch 2.13.0 CPU, for the tests' cross-check, only from a wheel already on disk:
 #     from PyPI, `pip install torch` would pull a multi-gigabyte CUDA build
 #   - TeX Live from Debian packages when pdflatex is missing (needs root or sudo)
+#   - for the tests only (FOR_TESTS=1): torch, and Debian's chromium for the browser tests
 # Sourced by scripts/run.sh and scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,20 +41,34 @@ install_torch_from_disk() {
   fi
 }
 
-install_tex() {
-  command -v pdflatex >/dev/null && return 0
+install_debian_packages() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   if ! command -v apt-get >/dev/null; then
-    say "pdflatex is missing and this is not a Debian/Ubuntu machine: install TeX Live by hand"
+    say "$1 is missing and this is not a Debian/Ubuntu machine: install it by hand"
     return 1
   fi
-  say "installing TeX Live from Debian packages (about 100 MB, a minute or two)"
+  say "installing $1 from Debian packages"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-    $TEX_PACKAGES >/dev/null
+  shift
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+install_browser() {
+  # For the practice page's browser tests: Debian's chromium, driven by Playwright.
+  command -v chromium >/dev/null && return 0
+  install_debian_packages "chromium (for the browser tests)" chromium
+}
+
+install_tex() {
+  command -v pdflatex >/dev/null && return 0
+  # shellcheck disable=SC2086  # the package list is meant to split into words
+  install_debian_packages "TeX Live (about 100 MB, a minute or two)" $TEX_PACKAGES
 }
 
 install_python_packages
-[ "${WITH_TORCH:-0}" = 1 ] && install_torch_from_disk
+if [ "${FOR_TESTS:-0}" = 1 ]; then
+  install_torch_from_disk
+  install_browser
+fi
 install_tex

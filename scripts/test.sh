@@ -3,5 +3,5 @@
 # Arguments are passed to pytest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-WITH_TORCH=1 bash scripts/setup.sh
+FOR_TESTS=1 bash scripts/setup.sh
 exec .venv/bin/python -m pytest "$@"

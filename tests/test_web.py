@@ -1,0 +1,165 @@
+"""The practice page in a real headless Chromium, and the Moodle question bank."""
+
+import json
+import os
+import re
+import shutil
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from generator.cli import solve_checked
+from generator.formatting import decimal_text
+from generator.spec import spec_from_record
+
+CHROMIUM = shutil.which("chromium")
+needs_browser = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                                   reason="Debian's chromium is not installed (scripts/test.sh installs it)")
+# As this machine's probe starts Chromium: no sandbox as root, and no background traffic.
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def web_run(tmp_path_factory):
+    from generator.cli import main
+    out = tmp_path_factory.mktemp("web") / "out"
+    assert main(["--count", "7", "--seed", "42", "--format", "html,moodle", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture
+def page(web_run):
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 900, "height": 1200})
+        page.requests = []
+        page.errors = []
+        page.on("request", lambda request: page.requests.append(request.url))
+        page.on("pageerror", lambda error: page.errors.append(str(error)))
+        page.goto((web_run / "practice.html").as_uri())
+        yield page
+        browser.close()
+
+
+def fill(grid, rows):
+    inputs = grid.locator("input")
+    values = [value for row in rows for value in row if value is not None]
+    assert inputs.count() == len(values)
+    for k, value in enumerate(values):
+        inputs.nth(k).fill(value)
+
+
+def key_rows(web_run, problem_id, name):
+    """The answer key's rows of a step, as the key shows them."""
+    problems = json.loads((web_run / "problems.json").read_text())["problems"]
+    record = next(p for p in problems if p["id"] == problem_id)
+    question = solve_checked(spec_from_record(record["spec"], problem_id))
+    return [[decimal_text(n, 4) for n in row] for row in question.solution.step(name).entries]
+
+
+@needs_browser
+def test_check_marks_right_and_wrong_entries_and_reveal_shows_the_working(page, web_run, tmp_path):
+    problem = page.locator("section.problem").first
+    part = problem.locator(".part").first  # (a): Q, K and V
+    q_grid = part.locator("table.grid[data-name=Q]")
+    right = key_rows(web_run, "M42-1", "Q")
+    fill(q_grid, right)
+    part.locator("button.check").click()
+    assert part.locator(".marks").text_content() == "12 of 33 right"
+    assert q_grid.locator("input.right").count() == 12
+
+    wrong = [row[:] for row in right]
+    wrong[0][0] = str(float(wrong[0][0]) + 1)
+    fill(q_grid, wrong)
+    q_grid.locator("input").last.press("Enter")  # the keyboard checks too
+    assert part.locator(".marks").text_content() == "11 of 33 right"
+    assert q_grid.locator("input.wrong").count() == 1 + 0  # the slip only: K, V are empty, not Q
+
+    reveal = part.locator("button.reveal")
+    reveal.click()
+    working = part.locator("pre.working")
+    assert working.is_visible() and reveal.get_attribute("aria-expanded") == "true"
+    assert "Q[1,1] = " in working.text_content()
+    page.screenshot(path=str(tmp_path / "practice.png"), full_page=True)
+    assert (tmp_path / "practice.png").stat().st_size > 10_000
+    assert all(url.startswith("file://") for url in page.requests) and page.errors == []
+
+
+@needs_browser
+def test_a_slip_carries_forward(page, web_run):
+    problem = page.locator("section.problem").first
+    parts = problem.locator(".part")
+    q, k = key_rows(web_run, "M42-1", "Q"), key_rows(web_run, "M42-1", "K")
+    q[0][0] = str(float(q[0][0]) + 1)  # a slip in Q
+    fill(parts.nth(0).locator("table.grid[data-name=Q]"), q)
+    fill(parts.nth(0).locator("table.grid[data-name=K]"), k)
+    # the scores the student's own Q and K give, not the key's
+    own = [[sum(float(a) * float(b) for a, b in zip(row, col)) for col in k] for row in q]
+    fill(parts.nth(1).locator("table.grid"), [[f"{x:g}" for x in row] for row in own])
+    parts.nth(1).locator("button.check").click()
+    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 right \u2713"
+
+
+@needs_browser
+def test_multiple_choice_and_mistake_questions(page, web_run):
+    problems = json.loads((web_run / "problems.json").read_text())["problems"]
+    concept = page.locator("section.problem[data-problem=M42-7]")
+    item = concept.locator(".part").nth(1)  # what every row sums to
+    choices = next(p for p in problems if p["id"] == "M42-7")["choices"][1]
+    item.locator(f"input[value='{'abcd'.index(choices['answer'])}']").check()
+    item.locator("button.check").click()
+    assert item.locator(".marks").text_content() == "1 of 1 right \u2713"
+    mistake = page.locator("section.problem[data-problem=M42-3]").locator(".part").first
+    mistake.locator("input[type=radio]").first.check()  # Q: never the wrong step
+    mistake.locator("button.check").click()
+    assert mistake.locator(".marks").text_content() == "0 of 1 right"
+
+
+def test_practice_page_is_self_contained(web_run):
+    html = (web_run / "practice.html").read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    assert "default-src 'none'" in html and "<math>" in html
+
+
+def test_moodle_numerical_answers_are_the_keys_numbers(web_run):
+    root = ElementTree.parse(web_run / "moodle.xml").getroot()
+    categories = [q for q in root if q.get("type") == "category"]
+    questions = [q for q in root if q.get("type") == "cloze"]
+    assert len(categories) == 1 and "seed 42/version 1" in categories[0].findtext("category/text")
+    assert len(questions) == 7
+    problems = {p["id"]: p for p in json.loads((web_run / "problems.json").read_text())["problems"]}
+    for question in questions:
+        problem_id = question.findtext("idnumber")
+        text = question.findtext("questiontext/text")
+        gaps = re.findall(r"\{1:NUMERICAL:=([^:}]+):([^}]+)\}", text)
+        solved = solve_checked(spec_from_record(problems[problem_id]["spec"], problem_id))
+        expected = [decimal_text(n, 4) for part in solved.parts if part.task not in (
+            "mistake-find", "permute-why") and not solved.items
+            for step in part.steps for row in step.entries for n in row if n.value != float("-inf")]
+        assert [value for value, _ in gaps] == expected, problem_id
+        assert all(float(tolerance) == 1e-4 for _, tolerance in gaps)
+        assert question.findtext("generalfeedback/text").count("<pre>") == len(solved.parts)
+        if solved.items or solved.kind == "mistake":
+            assert "MULTICHOICE:" in text
+        assert "\\(" in text and "&amp;" in text  # the given matrices as TeX, & escaped for HTML
+
+
+def test_moodle_escapes_user_text(tmp_path, run_cli):
+    title = "R&D <b>x</b> ]]> a/b"
+    assert run_cli("--count", "1", "--seed", "1", "--title", title, "--format", "moodle",
+                   "--out", tmp_path)[0] == 0
+    root = ElementTree.parse(tmp_path / "moodle.xml").getroot()
+    assert "/R&D <b>x<-b> ]]> a-b/seed 1/" in root[0].findtext("category/text")  # "/" would nest
+
+
+def test_versions_give_a_page_and_a_category_each(tmp_path, run_cli):
+    assert run_cli("--count", "2", "--seed", "3", "--versions", "2", "--format", "html,moodle",
+                   "--out", tmp_path)[0] == 0
+    assert sorted(p.name for p in (tmp_path / "practice").iterdir()) == ["version-01.html", "version-02.html"]
+    root = ElementTree.parse(tmp_path / "moodle.xml").getroot()
+    assert [q.findtext("category/text").rsplit("/", 1)[1] for q in root if q.get("type") == "category"] == [
+        "version 1", "version 2"]
+    assert "M3v2-1" in (tmp_path / "practice" / "version-02.html").read_text()
