@@ -171,6 +171,12 @@ def cloze_escape(text: str) -> str:
     return text
 
 
+def mathml_name(name: str) -> str:
+    """W_Q as W with subscript Q."""
+    base, _, subscript = name.partition("_")
+    return f"<msub><mi>{base}</mi><mi>{subscript}</mi></msub>" if subscript else f"<mi>{name}</mi>"
+
+
 def mathml_matrix(rows: list[list[str]]) -> str:
     """A bracketed matrix in MathML, which browsers draw without any script."""
     def cell(text: str) -> str:

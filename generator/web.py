@@ -75,6 +75,7 @@ def _web_environment(decimals: int, user_templates: Path | None):
     environment.filters.update(
         mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]
                                                       for row in step.entries])),
+        mathml_name=lambda name: Markup(fmt.mathml_name(name)),
         tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
                                                   for row in step.entries]),
         cloze=lambda num: fmt.cloze_numerical(num, decimals),
