@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import re
 import secrets
 import sys
 import tomllib
@@ -22,7 +21,7 @@ from .exact import to_float
 from .export import problems_json
 from .output import write_outputs
 from .paper import Paper, answer_keys, question_papers
-from .pdf import Compiled, TexError, TexMissing, compile_pdfs, split_papers
+from .pdf import TexError, TexMissing, build_pdfs
 from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
@@ -79,13 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("--embeddings", choices=EMBEDDINGS, help="kind of entries of X")
     draw.add_argument("--weights", choices=WEIGHTS, help="kind of weight matrices")
     draw.add_argument("--mask", choices=MASK_CHOICES, help="causal masking: none, all, or mixed")
-    draw.add_argument("--types", type=question_types, metavar="T,T,...",
+    draw.add_argument("--types", type=comma_list(QUESTION_TYPES, "question type"), metavar="T,T,...",
                       help="question types, taken in turn: " + ", ".join(QUESTION_TYPES)
                            + " (default: all of them; 'full' alone: the whole pipeline only)")
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
                         help="output folder (default: out/)")
-    output.add_argument("--format", type=formats, action="extend", default=[], metavar="FMT[,FMT]",
+    output.add_argument("--format", type=comma_list(FORMATS, "format"), action="extend", default=[],
+                        metavar="FMT[,FMT]",
                         help="html: a self-check practice page; moodle: a Moodle XML question "
                              "bank; md or json: also print the answer key or the JSON here")
     output.add_argument("--decimals", type=int, default=4, metavar="N",
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     documents = render_latex(questions, keys, info, args.templates)
     with ThreadPoolExecutor(max_workers=1) as background:
         # TeX runs in its own processes while Python renders the other formats.
-        pdfs = (background.submit(build_pdfs, dict(documents), questions if versioned else None)
+        pdfs = (background.submit(pdfs_with_progress, dict(documents), questions if versioned else None)
                 if args.pdf else None)
         documents.update({"problems.json": problems_json(sets, info, questions if versioned else None),
                           **render_markdown(questions, keys, info, args.templates)})
@@ -162,25 +162,6 @@ def problem_sets(args, seed: int, students) -> dict[int, list[ProblemSpec]]:
     return {version: draw_specs(args, seed, version) for version in range(1, versions + 1)}
 
 
-def build_pdfs(sources: dict[str, str], questions: list[Paper] | None) -> dict[str, bytes]:
-    """questions.pdf and answers.pdf; with versions, also one PDF per paper and per key."""
-    compiled = compile_with_progress(sources)
-    pdfs = {name: document.pdf for name, document in compiled.items()}
-    if questions is not None:
-        for paper, pdf in zip(questions, split_papers(compiled["questions.pdf"])):
-            pdfs[f"papers/{paper_file_name(paper)}"] = pdf
-        for number, pdf in enumerate(split_papers(compiled["answers.pdf"]), start=1):
-            pdfs[f"keys/version-{number:02d}.pdf"] = pdf
-    return pdfs
-
-
-def paper_file_name(paper: Paper) -> str:
-    if paper.student is None:
-        return f"version-{paper.version:02d}.pdf"
-    safe_id = re.sub(r"[^A-Za-z0-9._-]+", "_", paper.student.id)[:40]
-    return f"{paper.number:03d}-{safe_id}.pdf"
-
-
 def token_range(text: str) -> tuple[int, int]:
     """'3' -> (3, 3); '2-4' -> (2, 4)."""
     low, _, high = text.partition("-")
@@ -190,24 +171,16 @@ def token_range(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(f"expected a number or a range such as 2-4, got {text!r}")
 
 
-def formats(text: str) -> list[str]:
-    """'html,moodle' -> ['html', 'moodle']."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in FORMATS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown format {unknown[0] if unknown else text!r} "
-                                         f"(expected some of: {', '.join(FORMATS)})")
-    return names
-
-
-def question_types(text: str) -> tuple[str, ...]:
-    """'full,row' -> ('full', 'row')."""
-    types = tuple(t.strip() for t in text.split(",") if t.strip())
-    unknown = [t for t in types if t not in QUESTION_TYPES]
-    if unknown or not types:
-        raise argparse.ArgumentTypeError(f"unknown question type {unknown[0] if unknown else text!r} "
-                                         f"(expected some of: {', '.join(QUESTION_TYPES)})")
-    return types
+def comma_list(allowed: tuple[str, ...], what: str):
+    """An argparse type: 'a,b' -> ('a', 'b'), each one of ``allowed``."""
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(name.strip() for name in text.split(",") if name.strip())
+        unknown = [name for name in names if name not in allowed]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0] if unknown else text!r} "
+                                             f"(expected some of: {', '.join(allowed)})")
+        return names
+    return parse
 
 
 def draw_specs(args: argparse.Namespace, seed: int, version: int = 1) -> list[ProblemSpec]:
@@ -241,15 +214,13 @@ def progress(items, label: str):
     return tqdm(items, desc=label, unit="problem", leave=False)
 
 
-def compile_with_progress(sources: dict[str, str]) -> dict[str, Compiled]:
-    bar = None
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-        bar = tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False)
-    compiled = compile_pdfs(sources, on_done=lambda name: bar and bar.update())
-    if bar:
-        bar.close()
-    return compiled
+def pdfs_with_progress(sources: dict[str, str], questions: list[Paper] | None) -> dict[str, bytes]:
+    """build_pdfs, with a progress bar of the TeX runs when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        return build_pdfs(sources, questions)
+    from tqdm import tqdm
+    with tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False) as bar:
+        return build_pdfs(sources, questions, on_done=lambda name: bar.update())
 
 
 def header_fields(args: argparse.Namespace) -> dict[str, str]:

@@ -5,7 +5,9 @@ non-interactive, shell escape off, every document at once.  One pass is enough:
 the templates use nothing that needs a second (no cross-references, no point
 tables, no page totals), so a pass gives the final text.  On failure the
 temporary folder is kept for inspection and ``TexError`` carries the log's
-relevant lines; nothing lands in the output folder.
+relevant lines; nothing lands in the output folder.  A run with versions or a
+roster compiles one document of all papers and cuts it into a PDF per paper, at
+the pages the templates log, so many papers never mean many TeX runs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .paper import Paper
 
 TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
 INSTALL_HINT = (f"--pdf needs pdflatex, which is not installed: run 'bash scripts/setup.sh', or "
@@ -44,6 +48,27 @@ class TexError(Exception):
 class Compiled:
     pdf: bytes
     log: str
+
+
+def build_pdfs(sources: dict[str, str], questions: list[Paper] | None = None,
+               on_done=lambda name: None) -> dict[str, bytes]:
+    """questions.pdf and answers.pdf; given the question papers of a versioned run, also
+    one PDF per paper (papers/) and per version's key (keys/), cut from those two."""
+    compiled = compile_pdfs(sources, on_done)
+    pdfs = {name: document.pdf for name, document in compiled.items()}
+    if questions is not None:
+        for paper, pdf in zip(questions, split_papers(compiled["questions.pdf"])):
+            pdfs[f"papers/{paper_file_name(paper)}"] = pdf
+        for number, pdf in enumerate(split_papers(compiled["answers.pdf"]), start=1):
+            pdfs[f"keys/version-{number:02d}.pdf"] = pdf
+    return pdfs
+
+
+def paper_file_name(paper: Paper) -> str:
+    if paper.student is None:
+        return f"version-{paper.version:02d}.pdf"
+    safe_id = re.sub(r"[^A-Za-z0-9._-]+", "_", paper.student.id)[:40]
+    return f"{paper.number:03d}-{safe_id}.pdf"
 
 
 def compile_pdfs(sources: dict[str, str], on_done=lambda name: None) -> dict[str, Compiled]:
