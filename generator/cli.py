@@ -16,6 +16,8 @@ import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import jinja2
+
 from .crosscheck import CrossCheckError, check_product, cross_check
 from .exact import to_float
 from .export import problems_json
@@ -105,12 +107,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         return run(build_parser().parse_args(argv))
-    except (UsageError, SpecError) as error:
+    except (UsageError, SpecError, TexMissing) as error:
         print(f"gen-problems: error: {error}", file=sys.stderr)
         return 2
-    except TexMissing as error:
-        print(f"gen-problems: error: {error}", file=sys.stderr)
+    except jinja2.TemplateError as error:  # a teacher's --templates with a mistake in it
+        where = f" ({error.filename}, line {error.lineno})" if hasattr(error, "lineno") else ""
+        print(f"gen-problems: error: template: {error.message}{where}", file=sys.stderr)
         return 2
+    except OSError as error:
+        print(f"gen-problems: error: cannot write the outputs: {error}", file=sys.stderr)
+        return 1
     except (TexError, CrossCheckError) as error:
         print(f"gen-problems: {error}", file=sys.stderr)
         return 1
@@ -262,6 +268,8 @@ def check_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got {args.count}")
     if not 0 <= args.decimals <= MAX_DECIMALS:
         raise UsageError(f"--decimals must be between 0 and {MAX_DECIMALS}, got {args.decimals}")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out}: not a folder")
     if args.templates and not args.templates.is_dir():
         raise UsageError(f"--templates {args.templates}: no such folder")
 

@@ -56,7 +56,8 @@ def _parse_text(text: str) -> sympy.Expr:
     if len(text) > MAX_ENTRY_TEXT:
         raise ValueError(f"exact string longer than {MAX_ENTRY_TEXT} characters")
     try:
-        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")
+        # U+2212 is the minus sign that word processors and PDFs put in place of "-".
+        tree = ast.parse(text.strip().replace("^", "**").replace("\u2212", "-"), mode="eval")
     except SyntaxError:
         raise ValueError(f"{text!r} is not a number (allowed: {ALLOWED})") from None
     return _build(tree.body, text)

@@ -16,8 +16,8 @@ def write_outputs(folder: Path, documents: dict[str, str | bytes],
                   owned_folders: tuple[str, ...] = ()) -> list[Path]:
     """Write every document into ``folder`` (created if missing); return the paths.
 
-    Files under ``owned_folders`` (such as papers/) that this run did not write are
-    left over from an earlier run with more students: they are removed afterwards.
+    Files under ``owned_folders`` (papers/, keys/, practice/) that this run did not
+    write are left over from an earlier run with more papers: they are removed afterwards.
     """
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -25,7 +25,7 @@ def write_outputs(folder: Path, documents: dict[str, str | bytes],
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         paths.append(write_atomically(folder / name, content))
     for owned in owned_folders:
-        for stale in set((folder / owned).glob("*.pdf")) - set(paths):
+        for stale in {p for p in (folder / owned).glob("*") if p.is_file()} - set(paths):
             stale.unlink()
     return paths
 

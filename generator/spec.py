@@ -20,6 +20,7 @@ from .exact import parse_exact
 Matrix = tuple[tuple[sympy.Expr, ...], ...]
 
 MAX_TOKENS = 12
+MAX_PROBLEMS = 2000
 MAX_DIMENSION = 16
 MASKS = ("none", "causal")
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
@@ -88,6 +89,8 @@ def load_spec_file(path: Path) -> list[ProblemSpec]:
     records = _problem_records(_read_document(path))
     if not records:
         raise SpecError(f"{path}: no problems in the file")
+    if len(records) > MAX_PROBLEMS:
+        raise SpecError(f"{path}: {len(records)} problems; at most {MAX_PROBLEMS} in one file")
     return [spec_from_record(record, f"{path.stem}-{index}", _where(path, index, len(records)))
             for index, record in enumerate(records, start=1)]
 

@@ -107,3 +107,25 @@ def test_a_bad_problem_anywhere_in_a_list_writes_nothing(tmp_path, run_cli):
     assert_one_line_error(*run_cli("--spec", path, "--out", tmp_path / "o"),
                           "two.toml, problem 2: unknown mask 'sideways'")
     assert not (tmp_path / "o").exists()
+
+
+def test_out_that_is_a_file(tmp_path, run_cli):
+    not_a_folder = tmp_path / "file.txt"
+    not_a_folder.write_text("keep me")
+    assert_one_line_error(*run_cli("--count", "1", "--out", not_a_folder), "not a folder")
+    assert not_a_folder.read_text() == "keep me"
+
+
+def test_broken_user_template(tmp_path, run_cli):
+    mine = tmp_path / "mine" / "markdown"
+    mine.mkdir(parents=True)
+    (mine / "questions.md.j2").write_text("{% for x in %}\n")
+    assert_one_line_error(*run_cli("--count", "1", "--out", tmp_path / "o", "--templates",
+                                   tmp_path / "mine"), "template: ")
+    assert not (tmp_path / "o").exists()
+
+
+def test_too_many_problems_in_a_file(tmp_path, run_cli):
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps({"problems": [spec_with()] * 2001}))
+    assert_one_line_error(*run_cli("--spec", path, "--out", tmp_path / "o"), "at most 2000 in one file")

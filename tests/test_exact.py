@@ -14,6 +14,7 @@ from generator.exact import parse_exact, to_float
     ("1/2", sympy.Rational(1, 2)),
     ("-3", sympy.Integer(-3)),
     ("0.25", sympy.Rational(1, 4)),
+    ("\u22123", sympy.Integer(-3)),
     ("sqrt(2)/2", sympy.sqrt(2) / 2),
     ("2^3", sympy.Integer(8)),
     ("(1 + 2) * 3", sympy.Integer(9)),
