@@ -25,13 +25,13 @@ FULL_PARTS = (("Q", "K", "V"), ("scores",), ("scaled",), ("masked",), ("weights"
 
 @dataclass(frozen=True)
 class Part:
-    letter: str
     task: str  # names the prompt template, parts/<task>, and the key template, keys/<task>
     marks: int
     steps: tuple[Step, ...] = ()
     step_marks: tuple[int, ...] = ()  # marks of each step, where a part has several
     label: str = ""  # e.g. "Head 1"
     answer: tuple = ()  # a short answer beside the steps, e.g. (key index, its weight)
+    letter: str = ""  # (a), (b), ...: given by lettered()
 
 
 @dataclass(frozen=True)
@@ -92,16 +92,16 @@ def build_question(spec: ProblemSpec) -> Question:
     return BUILDERS[spec.question](spec)
 
 
-def lettered(parts: list[tuple]) -> tuple[Part, ...]:
-    return tuple(Part(LETTERS[i], *part) for i, part in enumerate(parts))
+def lettered(parts: list[Part]) -> tuple[Part, ...]:
+    return tuple(replace(part, letter=LETTERS[i]) for i, part in enumerate(parts))
 
 
 def full_question(spec: ProblemSpec) -> Question:
     solution = solve(spec)
     present = {s.name for s in solution.steps if s.kind != "given"}
     groups = [g for g in FULL_PARTS if present.issuperset(g)]
-    parts = lettered([(g[0], sum(FULL_MARKS[n] for n in g), tuple(solution.step(n) for n in g),
-                       tuple(FULL_MARKS[n] for n in g)) for g in groups])
+    parts = lettered([Part(g[0], sum(FULL_MARKS[n] for n in g), tuple(solution.step(n) for n in g),
+                           step_marks=tuple(FULL_MARKS[n] for n in g)) for g in groups])
     return Question(spec.question, spec, solution, _given(solution), parts)
 
 
@@ -114,8 +114,8 @@ def row_question(spec: ProblemSpec) -> Question:
     scaled = scaling_step(row, spec, num)
     weights = softmax_step(scaled, num)
     top = max(range(len(weights.entries[0])), key=lambda j: weights.entries[0][j].value)
-    parts = lettered([("row-scaled", 1, (scaled,)),
-                      ("row-weights", 3, (weights,), (), "", (top, weights.entries[0][top]))])
+    parts = lettered([Part("row-scaled", 1, (scaled,)),
+                      Part("row-weights", 3, (weights,), answer=(top, weights.entries[0][top]))])
     return Question("row", spec, solution, (row,), parts)
 
 
@@ -125,7 +125,8 @@ def mistake_question(spec: ProblemSpec) -> Question:
     wrong = MISTAKES[spec.mistake]
     names = [s.name for s in solution.steps if s.kind != "given"]
     from_wrong = tuple(solution.step(n) for n in names[names.index(wrong):])
-    parts = lettered([("mistake-find", 2, (flawed.step(wrong),)), ("mistake-fix", 3, from_wrong)])
+    parts = lettered([Part("mistake-find", 2, (flawed.step(wrong),)),
+                      Part("mistake-fix", 3, from_wrong)])
     return Question("mistake", spec, solution, _given(solution), parts, flawed=flawed)
 
 
@@ -139,8 +140,8 @@ def permute_question(spec: ProblemSpec) -> Question:
     recomputed = solve(replace(spec, matrices={**spec.matrices, "X": swapped_x}))
     weights = permuted(solution.step("weights"), order, columns_too=True)
     output = permuted(solution.step("output"), order, columns_too=False)
-    parts = lettered([("permute-weights", 2, (weights,)), ("permute-output", 2, (output,)),
-                      ("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")))])
+    parts = lettered([Part("permute-weights", 2, (weights,)), Part("permute-output", 2, (output,)),
+                      Part("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")))])
     return Question("permute", spec, solution, _given(solution), parts, recomputed=recomputed)
 
 
@@ -168,11 +169,11 @@ def heads_question(spec: ProblemSpec) -> Question:
                         for r in range(spec.n_queries)))
     w_o = Step("W_O", "W_O (given)", "given", num.matrix(spec.matrices["W_O"]))
     projected = product_step("projected", "projected = concat W_O", concat.entries, w_o.entries, num)
-    head_parts = [("head", 4, tuple(h.step(n) for n in ("scores", "scaled", "weights", "output")),
-                   (1, 1, 1, 1), f"Head {i + 1}") for i, h in enumerate(heads)]
-    parts = lettered([("Q", 3, (q, k, v), (1, 1, 1)),
-                      ("split", 2, tuple(s for h in heads for s in h.steps[:3])),
-                      *head_parts, ("concat", 1, (concat,)), ("projected", 2, (projected,))])
+    head_parts = [Part("head", 4, tuple(h.step(n) for n in ("scores", "scaled", "weights", "output")),
+                       step_marks=(1, 1, 1, 1), label=f"Head {i + 1}") for i, h in enumerate(heads)]
+    parts = lettered([Part("Q", 3, (q, k, v), step_marks=(1, 1, 1)),
+                      Part("split", 2, tuple(s for h in heads for s in h.steps[:3])),
+                      *head_parts, Part("concat", 1, (concat,)), Part("projected", 2, (projected,))])
     return Question("heads", spec, solution, _given(solution) + (w_o,), parts, heads=heads)
 
 
@@ -184,7 +185,7 @@ def concept_question(spec: ProblemSpec) -> Question:
         _top_attention(solution, spec.row), _row_sum(spec), _output_shape(spec),
         _no_scaling(solution, spec)))
     given = (solution.step("scores"), solution.step("weights"))
-    parts = lettered([(f"concept-{item.topic}", 1) for item in items])
+    parts = lettered([Part(f"concept-{item.topic}", 1) for item in items])
     return Question("concept", spec, solution, given, parts, items=items)
 
 
