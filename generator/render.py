@@ -21,7 +21,11 @@ from pylatex.utils import NoEscape, escape_latex
 from . import formatting as fmt
 from .paper import Paper
 
-BUILTIN_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# In the repository (and an editable install) the templates are at its top; an installed
+# wheel carries them inside the package.
+BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parent.parent / "templates",
+                                               Path(__file__).resolve().parent / "templates")
+                         if folder.is_dir())
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ from markupsafe import Markup
 
 from . import formatting as fmt
 from .paper import Paper
-from .render import DocumentInfo, markdown_environment
+from .render import BUILTIN_TEMPLATES, DocumentInfo, markdown_environment
 from .spec import MISTAKES
 
-PRACTICE_SCRIPT = Path(__file__).resolve().parent.parent / "templates" / "html" / "practice.js"
+PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
 
 def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> str:
