@@ -3,6 +3,11 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.cli import solve_checked
+from generator.spec import SpecError, spec_from_record
 
 GOOD = '''X   = [[1, 0], [0, 1]]
 W_Q = [[1, 0], [0, 1]]
@@ -129,3 +134,21 @@ def test_too_many_problems_in_a_file(tmp_path, run_cli):
     path = tmp_path / "many.json"
     path.write_text(json.dumps({"problems": [spec_with()] * 2001}))
     assert_one_line_error(*run_cli("--spec", path, "--out", tmp_path / "o"), "at most 2000 in one file")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True)
+    | st.text(max_size=12) | st.sampled_from(["1/2", "sqrt(2)", "2^9", "1/0", "causal", "row"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["X", "W_Q", "W_K", "W_V", "Q", "K", "V", "mask", "scale", "title", "type",
+                         "row", "swap", "mistake", "W_O", "other"]), inner, max_size=6),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_any_json_is_a_problem_or_one_clear_error(record):
+    try:
+        solve_checked(spec_from_record(record, "fuzz-1"))  # parses and solves ...
+    except SpecError as error:  # ... or says why in one line; nothing else may escape
+        assert "\n" not in str(error)
