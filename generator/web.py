@@ -59,7 +59,9 @@ def practice_data(paper: Paper, decimals: int) -> dict:
                                for row in step.entries]}
         problems[spec.id] = {
             "steps": steps,
-            "chain": question.kind in ("full", "masked"),
+            # Two heads repeat the step names, so their steps are marked against the key.
+            "chain": question.kind != "heads",
+            "d_k": spec.d_k,
             "given": {s.name: [[n.value for n in row] for row in s.entries] for s in question.given},
             "scale": None if spec.scale is None else float(spec.scale),
             "mask": spec.mask,

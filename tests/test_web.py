@@ -163,3 +163,19 @@ def test_versions_give_a_page_and_a_category_each(tmp_path, run_cli):
     assert [q.findtext("category/text").rsplit("/", 1)[1] for q in root if q.get("type") == "category"] == [
         "version 1", "version 2"]
     assert "M3v2-1" in (tmp_path / "practice" / "version-02.html").read_text()
+
+
+@needs_browser
+def test_a_slip_in_the_scaled_row_carries_into_its_weights(page, web_run):
+    row = page.locator("section.problem[data-problem=M42-2]")
+    scaled, weights = row.locator(".part").nth(0), row.locator(".part").nth(1)
+    slipped = [[3.5, -3.0, -1.5]]  # the key has 3, -3, -1.5: a slip in the first entry
+    fill(scaled.locator("table.grid"), [[str(x) for x in slipped[0]]])
+    scaled.locator("button.check").click()
+    assert scaled.locator(".marks").text_content() == "2 of 3 right"
+    import math
+    exps = [math.exp(x) for x in slipped[0]]
+    own = [f"{e / sum(exps):.4f}" for e in exps]
+    fill(weights.locator("table.grid"), [own])
+    weights.locator("button.check").click()
+    assert weights.locator(".marks").text_content() == "3 of 3 right \u2713"

@@ -1,6 +1,6 @@
 // The practice page's marking: every value it needs is in the JSON block #answers.
-// A step of the full pipeline is marked against what the student's own earlier
-// steps give, when those are filled in, so one slip costs one step only.
+// A step is marked against what the student's own earlier steps on the page give,
+// when those are filled in, so one slip costs one step only.
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("answers").textContent);
@@ -45,8 +45,7 @@
       const table = section.querySelector(`table.grid[data-name="${n}"]`);
       return table ? readGrid(table) : null;
     };
-    const dk = (own("Q") || problem.given.Q || [[0]])[0].length;
-    const scale = problem.scale === null ? 1 / Math.sqrt(dk) : problem.scale;
+    const scale = problem.scale === null ? 1 / Math.sqrt(problem.d_k) : problem.scale;
     const inputs = {
       scores: () => [own("Q"), own("K")], scaled: () => [own("scores")], masked: () => [own("scaled")],
       weights: () => [own(problem.mask === "causal" ? "masked" : "scaled")], output: () => [own("weights"), own("V")],
