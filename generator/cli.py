@@ -174,7 +174,8 @@ def token_range(text: str) -> tuple[int, int]:
     try:
         return int(low), int(high or low)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or a range such as 2-4, got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected a number or a range such as 2-4, got {text!r}") from None
 
 
 def comma_list(allowed: tuple[str, ...], what: str):
