@@ -17,7 +17,7 @@ from markupsafe import Markup
 from . import formatting as fmt
 from .paper import Paper
 from .render import BUILTIN_TEMPLATES, DocumentInfo, markdown_environment
-from .spec import MISTAKES
+from .spec import HEADS, MISTAKES
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
@@ -54,14 +54,12 @@ def practice_data(paper: Paper, decimals: int) -> dict:
         for part in question.parts:
             for index, step in enumerate(part.steps):
                 steps[f"{part.letter}{index}"] = {
-                    "name": step.name,
+                    "name": grid_name(part, index, step),
                     "values": [[None if n.value == float("-inf") else n.value for n in row]
                                for row in step.entries]}
         problems[spec.id] = {
             "steps": steps,
-            # Two heads repeat the step names, so their steps are marked against the key.
-            "chain": question.kind != "heads",
-            "d_k": spec.d_k,
+            "d_k": spec.d_k // HEADS if question.kind == "heads" else spec.d_k,
             "given": {s.name: [[n.value for n in row] for row in s.entries] for s in question.given},
             "scale": None if spec.scale is None else float(spec.scale),
             "mask": spec.mask,
@@ -69,6 +67,16 @@ def practice_data(paper: Paper, decimals: int) -> dict:
             "wrong_step": spec.mistake and MISTAKES[spec.mistake],
         }
     return {"tolerance": fmt.key_tolerance(decimals), "problems": problems}
+
+
+def grid_name(part, index: int, step) -> str:
+    """The name a step's grid goes by on the page; each head's steps are head1.scores, ...,
+    so that a head's later steps can be marked against the student's own earlier ones."""
+    if part.task == "split":
+        return f"head{index // 3 + 1}.{step.name}"  # Q, K, V of head 1, then of head 2
+    if part.label.startswith("Head "):
+        return f"head{part.label.split()[1]}.{step.name}"
+    return step.name
 
 
 def _web_environment(decimals: int, user_templates: Path | None):
@@ -85,4 +93,5 @@ def _web_environment(decimals: int, user_templates: Path | None):
         cdata=lambda text: Markup(str(text).replace("]]>", "]]]]><![CDATA[>")),
     )
     environment.tests["masked"] = lambda num: num.value == float("-inf")
+    environment.globals["grid_name"] = grid_name
     return environment

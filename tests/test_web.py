@@ -179,3 +179,20 @@ def test_a_slip_in_the_scaled_row_carries_into_its_weights(page, web_run):
     fill(weights.locator("table.grid"), [own])
     weights.locator("button.check").click()
     assert weights.locator(".marks").text_content() == "3 of 3 right \u2713"
+
+
+@needs_browser
+def test_heads_carry_each_heads_own_values(page, web_run):
+    heads = page.locator("section.problem[data-problem=M42-6]")
+    split, head1 = heads.locator(".part").nth(1), heads.locator(".part").nth(2)
+    grids = {name: split.locator(f"table.grid[data-name='head1.{name}']") for name in "QK"}
+    # type head 1's Q and K with a slip, then the scores those give
+    q = [[1, 0], [0, 1], [1, 1]]
+    k = [[2, 0], [0, 1], [1, -1]]
+    for name, rows in (("Q", q), ("K", k)):
+        fill(grids[name], [[str(x) for x in row] for row in rows])
+    scores = [[sum(a * b for a, b in zip(row, col)) for col in k] for row in q]
+    fill(head1.locator("table.grid[data-name='head1.scores']"), [[str(x) for x in row] for row in scores])
+    head1.locator("button.check").click()
+    # 9 scores right although Q_1 and K_1 are not the key's; the other grids are empty
+    assert head1.locator(".marks").text_content() == "9 of 33 right"

@@ -39,12 +39,23 @@
     return e.map((x) => x / sum);
   });
 
-  // What a step of the full pipeline should be, from the student's own earlier grids.
-  function fromOwnValues(section, problem, name) {
-    const own = (n) => {
-      const table = section.querySelector(`table.grid[data-name="${n}"]`);
+  // What a step should be, from the student's own earlier grids on the page. A head's
+  // grids are named head1.scores, ...: its steps follow from that head's own grids.
+  function fromOwnValues(section, problem, fullName) {
+    const dot = fullName.indexOf(".");
+    const prefix = fullName.slice(0, dot + 1), name = fullName.slice(dot + 1);
+    const own = (n, scope = prefix) => {
+      const table = section.querySelector(`table.grid[data-name="${scope}${n}"]`);
       return table ? readGrid(table) : null;
     };
+    if (name === "concat") {
+      const heads = [own("output", "head1."), own("output", "head2.")];
+      return heads.includes(null) ? null : heads[0].map((row, i) => row.concat(heads[1][i]));
+    }
+    if (name === "projected") {
+      const concat = own("concat");
+      return concat && problem.given.W_O ? matmul(concat, problem.given.W_O) : null;
+    }
     const scale = problem.scale === null ? 1 / Math.sqrt(problem.d_k) : problem.scale;
     const inputs = {
       scores: () => [own("Q"), own("K")], scaled: () => [own("scores")], masked: () => [own("scaled")],
@@ -67,7 +78,7 @@
 
   function checkGrid(section, problem, table) {
     const step = problem.steps[table.dataset.step];
-    const expected = (problem.chain && fromOwnValues(section, problem, step.name)) || step.values;
+    const expected = fromOwnValues(section, problem, step.name) || step.values;
     let right = 0, total = 0;
     table.querySelectorAll("tr").forEach((tr, i) => {
       tr.querySelectorAll("td").forEach((td, j) => {
