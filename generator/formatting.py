@@ -64,11 +64,6 @@ def decimal_text(num: Num, decimals: int) -> str:
     return "0" + text[2:] if text.startswith("-0") and set(text[1:]) <= set("0.") else text
 
 
-def relation(num: Num, decimals: int) -> str:
-    """'=' when the number is written exactly, '≈' when it is rounded."""
-    return "=" if is_exact_at(num, decimals) else "≈"
-
-
 @lru_cache(maxsize=65536)
 def exact_text(num: Num) -> str:
     """The exact form in plain text, e.g. 'sqrt(2)/2', 'exp(1/2)/(1 + exp(1/2))'.

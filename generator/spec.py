@@ -138,8 +138,13 @@ def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
 
 
 def mistakes_that_fit(spec: ProblemSpec) -> tuple[str, ...]:
-    """The mistakes whose wrong products still have matching shapes for this problem."""
-    fits = {"k-not-transposed": spec.d_k == spec.n_keys, "v-times-weights": spec.d_v == spec.n_queries}
+    return mistakes_for_shapes(spec.n_queries, spec.n_keys, spec.d_k, spec.d_v)
+
+
+def mistakes_for_shapes(n_queries: int, n_keys: int, d_k: int, d_v: int) -> tuple[str, ...]:
+    """The mistakes whose wrong products still have matching shapes: Q K needs d_k equal
+    to the number of keys, V · weights needs d_v equal to the number of queries."""
+    fits = {"k-not-transposed": d_k == n_keys, "v-times-weights": d_v == n_queries}
     return tuple(name for name in MISTAKES if fits.get(name, True))
 
 

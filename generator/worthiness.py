@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .crosscheck import attention_steps
-from .spec import MISTAKES
+from .spec import MISTAKES, mistakes_for_shapes
 
 QKV_BOUND = {"easy": 3, "medium": 3}
 SCORE_BOUND = {"easy": 6, "medium": 8}
@@ -57,12 +57,10 @@ def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
     """The mistakes whose wrong step differs from the right one at the shown decimals
     (a column softmax of a symmetric score matrix, say, would change nothing)."""
     right = attention_steps(candidate.given)
-    n, d_k, d_v = len(candidate.x), candidate.w_q.shape[1], candidate.w_v.shape[1]
-    fits = {"k-not-transposed": d_k == n, "v-times-weights": d_v == n}
+    n = len(candidate.x)
     visible = []
-    for mistake, step in MISTAKES.items():
-        if not fits.get(mistake, True):
-            continue
+    for mistake in mistakes_for_shapes(n, n, candidate.w_q.shape[1], candidate.w_v.shape[1]):
+        step = MISTAKES[mistake]
         wrong = attention_steps(candidate.given, mistake=mistake)[step]
         if wrong.shape != right[step].shape or np.any(
                 np.round(wrong, decimals) != np.round(right[step], decimals)):
