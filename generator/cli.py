@@ -1,8 +1,10 @@
 """The command line, ``gen-problems``: it only wires the stages together.
 
 specs (random or a teacher's file) -> solve + cross-check -> render -> write.
-Everything is solved and rendered before the first file is written, so a bad
-input leaves the output folder as it was.  User errors print one line and exit 2.
+Everything is solved and rendered before the output folder changes, and then the
+whole set replaces the earlier one at once (``output.OutputFolder``).  Every
+failure prints one line: exit 2 for bad input, 1 when the outputs cannot be
+made or written, 130 for Ctrl-C; the earlier set is left as it was.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import gc
 import os
 import secrets
+import signal
 import sys
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
@@ -21,23 +24,34 @@ import jinja2
 from .crosscheck import CrossCheckError, check_product, cross_check
 from .exact import to_float
 from .export import problems_json
-from .output import write_outputs
+from .output import OutputError, OutputFolder, OutputRefused
 from .paper import Paper, answer_keys, question_papers
-from .pdf import TexError, TexMissing, build_pdfs
+from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .web import render_moodle, render_practice
 from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
-from .spec import QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, read_user_file
+from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, parse_toml,
+                   read_user_file)
 
 MAX_COUNT = 2000
+MAX_SEED = 10**18
 MAX_DECIMALS = 10
+DEFAULT_DECIMALS = 4
 MAX_HEADER_TEXT = 500
 MAX_TOTAL_PROBLEMS = 5000
 PRINTABLE = {"md": "answers.md", "json": "problems.json"}  # --format that print to the terminal
 FORMATS = ("html", "moodle", *PRINTABLE)
 HEADER_FIELDS = ("title", "course", "date", "instructions")
+# What a run may write in its output folder: these names and these folders' files.
+OUTPUT_NAMES = {"questions.tex", "answers.tex", "questions.pdf", "answers.pdf", "questions.md",
+                "answers.md", "problems.json", "practice.html", "moodle.xml"}
+OUTPUT_FOLDERS = {"papers", "keys", "practice"}
+DRAW_OPTIONS = ("difficulty", "tokens", "d_model", "dk", "dv", "embeddings", "weights", "mask",
+                "types")
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # as a tool killed by SIGPIPE
 
 
 class UsageError(Exception):
@@ -69,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--students", type=Path, metavar="CSV",
                         help="a roster (columns id, name): one named paper per student")
     draw = parser.add_argument_group("what random problems look like (a preset, then overrides)")
-    draw.add_argument("--difficulty", choices=list(PRESETS), default="medium",
+    draw.add_argument("--difficulty", choices=list(PRESETS),
                       help="easy: 2 one-hot tokens; medium: 3 tokens, small integers, d_k = 4; "
                            "hard: two-place decimals, 3-5 tokens, some masked (default medium)")
     draw.add_argument("--tokens", type=token_range, metavar="N|A-B",
@@ -84,13 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="question types, taken in turn: " + ", ".join(QUESTION_TYPES)
                            + " (default: all of them; 'full' alone: the whole pipeline only)")
     output = parser.add_argument_group("what to write")
-    output.add_argument("--out", type=Path, default=Path("out"), metavar="DIR",
+    output.add_argument("--out", default="out", metavar="DIR",
                         help="output folder (default: out/)")
     output.add_argument("--format", type=comma_list(FORMATS, "format"), action="extend", default=[],
                         metavar="FMT[,FMT]",
                         help="html: a self-check practice page; moodle: a Moodle XML question "
                              "bank; md or json: also print the answer key or the JSON here")
-    output.add_argument("--decimals", type=int, default=4, metavar="N",
+    output.add_argument("--decimals", type=int, default=DEFAULT_DECIMALS, metavar="N",
                         help="decimal places shown (default 4); computing is always exact")
     output.add_argument("--pdf", action="store_true",
                         help="also compile questions.pdf and answers.pdf (needs pdflatex)")
@@ -106,61 +120,138 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        return run(build_parser().parse_args(argv))
-    except (UsageError, SpecError, TexMissing) as error:
+        with _sigterm_as_interrupt():
+            return run(build_parser().parse_args(argv))
+    except KeyboardInterrupt:
+        print("gen-problems: interrupted; the output folder is as it was", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (UsageError, SpecError, TexMissing, OutputRefused) as error:
         print(f"gen-problems: error: {error}", file=sys.stderr)
         return 2
     except jinja2.TemplateError as error:  # a teacher's --templates with a mistake in it
-        where = f" ({error.filename}, line {error.lineno})" if hasattr(error, "lineno") else ""
-        print(f"gen-problems: error: template: {error.message}{where}", file=sys.stderr)
+        print(f"gen-problems: error: {template_error(error)}", file=sys.stderr)
         return 2
-    except OSError as error:
-        print(f"gen-problems: error: cannot write the outputs: {error}", file=sys.stderr)
-        return 1
-    except (TexError, CrossCheckError) as error:
+    except BrokenPipeError:  # --format json | head: the files are written; stop quietly
+        sys.stdout = None
+        return EXIT_BROKEN_PIPE
+    except (OutputError, SplitError, CrossCheckError) as error:
         print(f"gen-problems: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:  # reading a template, a full disk: say which file and why
+        print(f"gen-problems: {describe_os_error(error)}", file=sys.stderr)
         return 1
 
 
 def run(args: argparse.Namespace) -> int:
     check_options(args)
-    info_fields = header_fields(args)
-    students = load_roster(args.students) if args.students else None
-    seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
-    sets = {version: [solve_checked(spec) for spec in progress(specs, "solving")]
-            for version, specs in problem_sets(args, seed, students).items()}
-    versioned = bool(args.versions or students)
+    with OutputFolder(args.out) as folder:  # restores a set a killed run left half-written
+        folder.refuse_inputs_inside(input_files(args), OUTPUT_NAMES, OUTPUT_FOLDERS)
+        info_fields = header_fields(args)
+        students = load_roster(args.students) if args.students else None
+        seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
+        sets = {version: [solve_checked(spec) for spec in progress(specs, "solving")]
+                for version, specs in problem_sets(args, seed, students).items()}
+        drawn = not (args.spec or args.problem is not None)
+        info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
+                            draw_command=draw_command(args, seed) if drawn else "",
+                            versioned=bool(args.versions or students))
+        documents = render_documents(args, sets, students, info, folder)
+        paths = folder.commit(documents, input_files(args))
+    print_to_terminal(args, documents)
+    count = sum(len(solutions) for solutions in sets.values())
+    print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
+          + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
+    return 0
+
+
+def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder) -> dict:
+    """Every output file's content, keyed by its path in the output folder."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
-    drawn = not (args.spec or args.problem)
-    info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
-                        draw_command=draw_command(args, seed) if drawn else "", versioned=versioned)
+    papers = questions if info.versioned else None
     documents = render_latex(questions, keys, info, args.templates)
     with ThreadPoolExecutor(max_workers=1) as background:
         # TeX runs in its own processes while Python renders the other formats.
-        pdfs = (background.submit(pdfs_with_progress, dict(documents), questions if versioned else None)
-                if args.pdf else None)
-        documents.update({"problems.json": problems_json(sets, info, questions if versioned else None),
+        pdfs = (background.submit(pdfs_with_progress, dict(documents), folder.workspace("tex"),
+                                  papers, len(keys)) if args.pdf else None)
+        documents.update({"problems.json": problems_json(sets, info, papers),
                           **render_markdown(questions, keys, info, args.templates)})
         if "html" in args.format:
             documents.update(render_practice(keys, info, args.templates))
         if "moodle" in args.format:
             documents["moodle.xml"] = render_moodle(keys, info, args.templates)
         if pdfs:
-            documents.update(pdfs.result())
+            documents.update(finished_pdfs(pdfs, folder))
+    return documents
+
+
+def finished_pdfs(pdfs, folder: OutputFolder) -> dict[str, bytes]:
+    try:
+        return pdfs.result()
+    except TexError as error:  # keep the sources and log where the teacher can look
+        kept = folder.keep_tex_failure(error.folder)
+        raise OutputError(f"pdflatex failed on {error.document}: {first_line(error.excerpt)} "
+                          f"(its .tex and .log are kept in {kept}/)") from None
+
+
+def print_to_terminal(args, documents: dict) -> None:
+    """--format md/json: print after the files are safe; a closed pipe ends the run quietly."""
     for name in args.format:
         if name in PRINTABLE:
-            print(documents[PRINTABLE[name]], end="")
-    paths = write_outputs(args.out, documents, owned_folders=("papers", "keys", "practice"))
-    count = sum(len(solutions) for solutions in sets.values())
-    print(f"wrote {count} problems, {len(paths)} files, to {args.out}"
-          + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
-    return 0
+            if sys.stdout is None:
+                raise BrokenPipeError
+            sys.stdout.write(documents[PRINTABLE[name]])
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def input_files(args) -> list[Path]:
+    """The files a run reads; none may be among the files it writes."""
+    named = [args.spec, args.students, args.config]
+    templates = list(args.templates.rglob("*")) if args.templates and args.templates.is_dir() else []
+    return [Path(path) for path in named if path is not None] + templates
+
+
+def template_error(error: jinja2.TemplateError) -> str:
+    where = f" ({error.filename}, line {error.lineno})" if getattr(error, "lineno", None) else ""
+    message = error.message or type(error).__name__
+    return f"template: {message.splitlines()[0] if message else message}{where}"
+
+
+def describe_os_error(error: OSError) -> str:
+    place = f"{error.filename}: " if error.filename else ""
+    return f"error: {place}{error.strerror or error}"
+
+
+def first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "see the log")
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM (a closed terminal, a scheduler's stop) unwinds like Ctrl-C: the earlier set stays."""
+
+    def __enter__(self):
+        self.previous = None
+        if threading_is_main():
+            self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def threading_is_main() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 def problem_sets(args, seed: int, students) -> dict[int, list[ProblemSpec]]:
     """The specs of each version: one version unless --versions or a roster asks for more."""
     if args.spec:
-        return {1: load_spec_file(args.spec)}
+        return {1: load_spec_file(Path(args.spec))}
     versions = args.versions or (len(students) if students else 1)
     if versions * (args.count or 20) > MAX_TOTAL_PROBLEMS:
         raise UsageError(f"{versions} versions of {args.count or 20} problems is more than "
@@ -191,18 +282,19 @@ def comma_list(allowed: tuple[str, ...], what: str):
 
 
 def draw_specs(args: argparse.Namespace, seed: int, version: int = 1) -> list[ProblemSpec]:
-    options = draw_options(args.difficulty, decimals=args.decimals, tokens=args.tokens,
+    options = draw_options(args.difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
                            d_model=args.d_model, d_k=args.dk, d_v=args.dv,
                            embeddings=args.embeddings, weights=args.weights, mask=args.mask)
     types = args.types or QUESTION_TYPES
-    if args.problem:
+    if args.problem is not None:
         return [sample_problem(options, args.problem, types)]
     return sample_set(options, seed, args.count or 20, version, types)
 
 
 def draw_command(args: argparse.Namespace, seed: int) -> str:
     """The options that fix a random set, so the documents can say how to draw it again."""
-    words = [f"--seed {seed}", f"--count {args.count or 20}", f"--difficulty {args.difficulty}"]
+    words = [f"--seed {seed}", f"--count {args.count or 20}",
+             f"--difficulty {args.difficulty or 'medium'}"]
     if args.tokens:
         words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
     for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
@@ -210,6 +302,8 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
             words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
     if args.types:
         words.append(f"--types {','.join(args.types)}")
+    if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
+        words.append(f"--decimals {args.decimals}")
     return "gen-problems " + " ".join(words)
 
 
@@ -221,13 +315,14 @@ def progress(items, label: str):
     return tqdm(items, desc=label, unit="problem", leave=False)
 
 
-def pdfs_with_progress(sources: dict[str, str], questions: list[Paper] | None) -> dict[str, bytes]:
+def pdfs_with_progress(sources: dict[str, str], folder: Path, questions: list[Paper] | None,
+                       keys: int) -> dict[str, bytes]:
     """build_pdfs, with a progress bar of the TeX runs when stderr is a terminal."""
     if not sys.stderr.isatty():
-        return build_pdfs(sources, questions)
+        return build_pdfs(sources, folder, questions, keys)
     from tqdm import tqdm
     with tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False) as bar:
-        return build_pdfs(sources, questions, on_done=lambda name: bar.update())
+        return build_pdfs(sources, folder, questions, keys, on_done=lambda name: bar.update())
 
 
 def header_fields(args: argparse.Namespace) -> dict[str, str]:
@@ -242,11 +337,7 @@ def header_fields(args: argparse.Namespace) -> dict[str, str]:
 
 
 def load_header_config(path: Path) -> dict[str, str]:
-    text = read_user_file(path, "the header config")
-    try:
-        config = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise UsageError(f"--config {path}: not a readable TOML file ({error})") from None
+    config = parse_toml(read_user_file(path, "the header config"), path)
     unknown = sorted(set(config) - set(HEADER_FIELDS))
     if unknown:
         raise UsageError(f"--config {path}: unknown key {unknown[0]!r} "
@@ -255,24 +346,29 @@ def load_header_config(path: Path) -> dict[str, str]:
 
 
 def check_options(args: argparse.Namespace) -> None:
-    if args.spec and (args.count is not None or args.seed is not None or args.problem):
-        raise UsageError("--spec solves the file's problems; it takes no --count, --seed or --problem")
-    if args.problem and (args.count is not None or args.seed is not None):
-        raise UsageError("--problem ID names its own seed; it takes no --count or --seed")
-    if args.versions is not None and (args.spec or args.problem):
-        raise UsageError("--versions draws new problems; it takes no --spec or --problem")
-    if args.students and args.problem:
-        raise UsageError("--students makes a paper per student; it takes no --problem")
-    if args.versions is not None and not 1 <= args.versions <= MAX_STUDENTS:
-        raise UsageError(f"--versions must be between 1 and {MAX_STUDENTS}, got {args.versions}")
-    if args.count is not None and not 1 <= args.count <= MAX_COUNT:
-        raise UsageError(f"--count must be between 1 and {MAX_COUNT}, got {args.count}")
-    if not 0 <= args.decimals <= MAX_DECIMALS:
-        raise UsageError(f"--decimals must be between 0 and {MAX_DECIMALS}, got {args.decimals}")
-    if args.out.exists() and not args.out.is_dir():
-        raise UsageError(f"--out {args.out}: not a folder")
+    """Options that cannot work together, or values out of range: refused, never ignored."""
+    given = lambda name: getattr(args, name) is not None  # noqa: E731
+    if args.spec:
+        clash = [name for name in ("count", "seed", "problem", "versions", *DRAW_OPTIONS)
+                 if given(name)]
+        if clash:
+            raise UsageError(f"--spec solves the file's problems as written; it takes no "
+                             f"--{clash[0].replace('_', '-')}")
+    if args.problem is not None:
+        if not args.problem.strip():
+            raise UsageError("--problem needs an id, such as M42-7")
+        if given("count") or given("seed") or given("versions") or args.students:
+            raise UsageError("--problem ID draws one problem named by its id; it takes no "
+                             "--count, --seed, --versions or --students")
+    for name, low, high in (("versions", 1, MAX_STUDENTS), ("count", 1, MAX_COUNT),
+                            ("seed", 0, MAX_SEED), ("decimals", 0, MAX_DECIMALS)):
+        value = getattr(args, name)
+        if value is not None and not low <= value <= high:
+            raise UsageError(f"--{name} must be a whole number from {low} to {high}, got {value}")
     if args.templates and not args.templates.is_dir():
         raise UsageError(f"--templates {args.templates}: no such folder")
+    if args.pdf:
+        require_tex()
 
 
 def solve_checked(spec: ProblemSpec) -> Question:
@@ -297,8 +393,12 @@ def entry() -> None:
     """
     gc.disable()  # short-lived process: collecting sympy's cycles only costs time
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except OSError:
+            pass
     os._exit(code)
 
 

@@ -10,13 +10,26 @@ from __future__ import annotations
 
 import ast
 import math
+import re
+import reprlib
 
 import sympy
 
 ALLOWED = "numbers, + - * / ^, parentheses and sqrt(...)"
 MAX_ENTRY_TEXT = 100      # characters in one exact string
-MAX_EXPONENT = 8          # |n| in a^n: keeps 9^9^9 from eating the machine
+MAX_EXPONENT = 8          # |n| in a^n, also after powers of powers combine
+MAX_DIGITS = 15           # of any integer, numerator or denominator inside an entry
 MAX_MAGNITUDE = 1000      # |entry|: an exam, not a model
+# A number as people write it: digits, a point, an exponent; not 0x10, 1_000 or 0o7.
+PLAIN_NUMBER = re.compile(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxlong = _SHORT.maxother = 40
+_SHORT.maxlist, _SHORT.maxlevel = 4, 2
+
+
+def shown(value) -> str:
+    """A value as an error message quotes it: its repr, cut short if it is long."""
+    return _SHORT.repr(value)
 
 
 def parse_exact(entry) -> sympy.Expr:
@@ -25,7 +38,7 @@ def parse_exact(entry) -> sympy.Expr:
     Raises ValueError with a one-line reason.
     """
     if isinstance(entry, bool) or not isinstance(entry, (int, float, str)):
-        raise ValueError(f"{entry!r} is not a number (allowed: {ALLOWED})")
+        raise ValueError(f"{shown(entry)} is not a number (allowed: {ALLOWED})")
     if isinstance(entry, str):
         value = _parse_text(entry)
     else:
@@ -45,9 +58,11 @@ def to_float(value: sympy.Expr) -> float:
 
 def _literal(number) -> sympy.Expr:
     if isinstance(number, int):
+        if abs(number) > 10**MAX_DIGITS:  # checked before sympy sees it: no huge conversions
+            raise ValueError(f"{shown(number)} is larger than {MAX_MAGNITUDE} in magnitude")
         return sympy.Integer(number)
     if not math.isfinite(number):
-        raise ValueError(f"{number!r} is not a finite number")
+        raise ValueError(f"{shown(number)} is not a finite number")
     # repr gives the shortest decimal that round-trips: 0.1 -> 1/10, as the teacher meant.
     return sympy.Rational(repr(number))
 
@@ -55,29 +70,40 @@ def _literal(number) -> sympy.Expr:
 def _parse_text(text: str) -> sympy.Expr:
     if len(text) > MAX_ENTRY_TEXT:
         raise ValueError(f"exact string longer than {MAX_ENTRY_TEXT} characters")
+    # U+2212 is the minus sign that word processors and PDFs put in place of "-".
+    source = text.strip().replace("^", "**").replace("\u2212", "-")
     try:
-        # U+2212 is the minus sign that word processors and PDFs put in place of "-".
-        tree = ast.parse(text.strip().replace("^", "**").replace("\u2212", "-"), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except SyntaxError:
-        raise ValueError(f"{text!r} is not a number (allowed: {ALLOWED})") from None
-    return _build(tree.body, text)
+        raise ValueError(f"{shown(text)} is not a number (allowed: {ALLOWED})") from None
+    return _build(tree.body, text, source)
 
 
-def _build(node: ast.AST, text: str) -> sympy.Expr:
+def _build(node: ast.AST, text: str, source: str) -> sympy.Expr:
+    """The value of one node, each checked for size as soon as it is made."""
+    value = _node_value(node, text, source)
+    _check_size(value, text)
+    return value
+
+
+def _node_value(node: ast.AST, text: str, source: str) -> sympy.Expr:
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        written = ast.get_source_segment(source, node) or ""
+        if not PLAIN_NUMBER.fullmatch(written):
+            raise ValueError(f"{shown(written)} is not written as a plain number (allowed: {ALLOWED})")
         return _literal(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        operand = _build(node.operand, text)
+        operand = _build(node.operand, text, source)
         return -operand if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _build(node.left, text), _build(node.right, text)
+        left, right = _build(node.left, text, source), _build(node.right, text, source)
         if isinstance(node.op, ast.Pow):
-            _check_exponent(right, text)
+            _check_power(left, right, text)
         return _BINARY[type(node.op)](left, right)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id == "sqrt" and len(node.args) == 1 and not node.keywords):
-        return sympy.sqrt(_build(node.args[0], text))
-    raise ValueError(f"{text!r} is not a number (allowed: {ALLOWED})")
+        return sympy.sqrt(_build(node.args[0], text, source))
+    raise ValueError(f"{shown(text)} is not a number (allowed: {ALLOWED})")
 
 
 _BINARY = {
@@ -89,16 +115,33 @@ _BINARY = {
 }
 
 
-def _check_exponent(exponent: sympy.Expr, text: str) -> None:
+def _check_power(base: sympy.Expr, exponent: sympy.Expr, text: str) -> None:
+    """Before a power is computed: a small rational exponent, and a result of few digits."""
     if not exponent.is_Rational or abs(exponent) > MAX_EXPONENT:
-        raise ValueError(
-            f"{text!r}: exponents must be rational numbers between -{MAX_EXPONENT} and {MAX_EXPONENT}")
+        raise ValueError(f"{shown(text)}: exponents must be rational numbers between "
+                         f"-{MAX_EXPONENT} and {MAX_EXPONENT}")
+    if base.is_Rational and base != 0:
+        digits = max(len(str(abs(base.p))), len(str(base.q))) * abs(float(exponent))
+        if digits > MAX_DIGITS + 1:
+            raise ValueError(f"{shown(text)}: too large to work with exactly")
+
+
+def _check_size(value: sympy.Expr, text: str) -> None:
+    """An entry's exact form stays small: few digits, small exponents (sympy folds (a^8)^8
+    into a^64, and big numbers make every later step slow)."""
+    for number in value.atoms(sympy.Rational):
+        if abs(number.p) > 10**MAX_DIGITS or number.q > 10**MAX_DIGITS:
+            raise ValueError(f"{shown(text)}: too large to work with exactly")
+    for power in value.atoms(sympy.Pow):
+        if power.exp.is_Rational and abs(power.exp) > MAX_EXPONENT:
+            raise ValueError(f"{shown(text)}: exponents must be rational numbers between "
+                             f"-{MAX_EXPONENT} and {MAX_EXPONENT}")
 
 
 def _check_value(value: sympy.Expr, entry) -> None:
     if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-        raise ValueError(f"{entry!r} is not a finite number (division by zero?)")
+        raise ValueError(f"{shown(entry)} is not a finite number (division by zero?)")
     if value.is_real is not True:
-        raise ValueError(f"{entry!r} is not a real number")
+        raise ValueError(f"{shown(entry)} is not a real number")
     if abs(to_float(value)) > MAX_MAGNITUDE:
-        raise ValueError(f"{entry!r} is larger than {MAX_MAGNITUDE} in magnitude")
+        raise ValueError(f"{shown(entry)} is larger than {MAX_MAGNITUDE} in magnitude")

@@ -1,44 +1,343 @@
-"""Stage 4, writers: put finished documents into the output folder, atomically.
+"""Stage 4, writers: the output folder, replaced as a whole set, like a database commit.
 
-Everything is rendered before this stage runs, so a bad input never gets here.
-Each file is written to a temporary name in the same folder and then renamed
-over the old one: a reader sees the old file or the new one, never half of one.
+The tool owns only what it wrote.  ``.gen-problems/manifest.json`` lists the files
+of the last complete set; nothing else in the folder is ever removed or
+overwritten (a file in the way that the tool did not write stops the run).
+
+Putting a new set in place (``OutputFolder.commit``), under a lock on the folder:
+  1. every new file is written in full into a private work folder;
+  2. the current set's files are linked (or copied) into ``backup/``;
+  3. ``journal.json`` records what is about to change; from here a failure, a
+     kill or Ctrl-C rolls back to the earlier set;
+  4. the new files are renamed into place, stale ones of the earlier set removed,
+     the manifest replaced;
+  5. removing the journal is the commit; then the backups go.
+A run that finds a journal (its writer was killed) restores the earlier set
+before it does anything else.  Readers see whole files only (each is renamed).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import json
 import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
-
-def write_outputs(folder: Path, documents: dict[str, str | bytes],
-                  owned_folders: tuple[str, ...] = ()) -> list[Path]:
-    """Write every document into ``folder`` (created if missing); return the paths.
-
-    Files under ``owned_folders`` (papers/, keys/, practice/) that this run did not
-    write are left over from an earlier run with more papers: they are removed afterwards.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, content in documents.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        paths.append(write_atomically(folder / name, content))
-    for owned in owned_folders:
-        for stale in {p for p in (folder / owned).glob("*") if p.is_file()} - set(paths):
-            stale.unlink()
-    return paths
+STATE = ".gen-problems"
+MANIFEST = "manifest.json"
+JOURNAL = "journal.json"
+LOCK = "lock"
+BACKUP = "backup"
+TEX_FAILURE = "tex-failure"
+WORK_PREFIX = "work-"
 
 
-def write_atomically(path: Path, content: str | bytes) -> Path:
+class OutputError(Exception):
+    """The output folder cannot take the new set; the message is one line for the user."""
+
+
+class OutputRefused(OutputError):
+    """The run would overwrite or remove what is not the tool's: bad input, refused up front."""
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+class OutputFolder:
+    """The ``--out`` folder: checked and recovered on ``open``, replaced on ``commit``."""
+
+    def __init__(self, path: str | Path):
+        self.named = str(path)  # as given: Path("") would quietly become "."
+        self.path = Path(path)
+        self.state = self.path / STATE
+        self.work: Path | None = None
+        self._work_lock = None
+
+    # -- opening: before anything is solved ------------------------------------------------
+
+    def open(self) -> OutputFolder:
+        """Check the folder and restore a set a killed run left half-written; nothing is created
+        yet, so a run that stops at a bad input leaves no trace."""
+        if not self.named.strip():
+            raise OutputRefused("--out is empty (an unset shell variable?): name a folder")
+        if self.path.exists() and not self.path.is_dir():
+            raise OutputRefused(f"--out {self.path}: not a folder")
+        existing = next(p for p in (self.path, *self.path.absolute().parents) if p.exists())
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise OutputRefused(f"--out {self.path}: {existing} is not writable")
+        if self.state.is_dir():
+            try:
+                with self._locked():
+                    self._recover()
+            except OSError as error:
+                raise OutputError(f"cannot restore {self.path}/: {describe(error)}") from None
+        return self
+
+    def workspace(self, name: str) -> Path:
+        """A private scratch folder inside the output folder (same disk, so files move
+        atomically); made on first use, removed when the run ends, swept if the run dies."""
+        if self.work is None:
+            try:
+                self.state.mkdir(parents=True, exist_ok=True)
+                self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=self.state))
+                self._work_lock = _hold_lock(self.work / LOCK)  # tells other runs this one lives
+            except OSError as error:
+                raise OutputError(f"cannot write to {self.path}/: {describe(error)}") from None
+        folder = self.work / name
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    def close(self) -> None:
+        if self.work is not None:
+            shutil.rmtree(self.work, ignore_errors=True)
+            self.work = None
+        if self._work_lock is not None:
+            self._work_lock.close()
+            self._work_lock = None
+
+    def __enter__(self) -> OutputFolder:
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def owned_files(self) -> set[str]:
+        """The files of the current set, as paths relative to the folder."""
+        try:
+            return set(json.loads((self.state / MANIFEST).read_text(encoding="utf-8"))["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return set()
+
+    def refuse_inputs_inside(self, inputs: list[Path], names: set[str], folders: set[str]) -> None:
+        """An input file where this run writes (a fixed output name, an owned folder, a file of
+        the current set) would be overwritten or removed: refuse before anything happens."""
+        root = self.path.resolve()
+        owned = self.owned_files()
+        for given in inputs:
+            resolved = given.resolve()
+            if not resolved.is_relative_to(root):
+                continue
+            relative = resolved.relative_to(root)
+            if (relative.as_posix() in names | owned or relative.parts[0] in folders | {STATE}):
+                raise OutputRefused(f"{given} is an input but also where --out {self.path} writes "
+                                  f"its outputs: move it, or choose another --out")
+
+    # -- committing: after everything is solved and rendered -------------------------------
+
+    def commit(self, documents: dict[str, str | bytes], inputs: list[Path] = ()) -> list[Path]:
+        """Replace the current set with ``documents`` (relative path -> content), all or nothing."""
+        staged = self.workspace("staged")
+        try:
+            with self._locked():
+                self._recover()  # another run may have been killed since this one opened
+                old = self.owned_files()
+                plan = _Plan(self, documents, old, staged)
+                plan.check(inputs)
+                plan.stage(documents)
+                plan.apply()
+        except OSError as error:
+            raise OutputError(f"cannot write the new set to {self.path}/ "
+                              f"({describe(error, self.path)}); the earlier files are as they were"
+                              ) from None
+        return [self.path / name for name in documents]
+
+    def keep_tex_failure(self, sources: Path) -> Path:
+        """Move a failed TeX run's .tex and .log files into one known place, replacing the last."""
+        kept = self.state / TEX_FAILURE
+        with self._locked():
+            shutil.rmtree(kept, ignore_errors=True)
+            kept.mkdir()
+            for source in sources.glob("*"):
+                if source.suffix in (".tex", ".log"):
+                    os.replace(source, kept / source.name)
+        return kept
+
+    # -- the lock and the recovery ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self):
+        handle = open(self.state / LOCK, "a+b")
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"gen-problems: {self.path}/ is being written by another run; waiting for it",
+                      file=sys.stderr)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+        finally:
+            handle.close()  # closing releases the lock
+
+    def _recover(self) -> None:
+        """Under the lock: undo a set a killed run left half in place; sweep what dead runs left."""
+        journal = self.state / JOURNAL
+        if journal.exists():
+            try:
+                changes = json.loads(journal.read_text(encoding="utf-8"))
+            except ValueError:  # cut short before it was renamed into place: nothing was changed
+                changes = {"created": [], "replaced": []}
+            _roll_back(self.path, self.state / BACKUP, changes)
+            journal.unlink()
+        for leftover in self.state.iterdir():
+            if leftover.name == BACKUP or leftover.name.endswith(".tmp"):
+                _remove(leftover)
+            elif leftover.name.startswith(WORK_PREFIX) and not _is_held(leftover / LOCK):
+                _remove(leftover)
+
+
+class _Plan:
+    """One commit: which files are created, replaced or removed, and how to undo it."""
+
+    def __init__(self, folder: OutputFolder, documents: dict, old: set[str], staged: Path):
+        self.folder = folder
+        self.root = folder.path
+        self.backup = folder.state / BACKUP
+        self.staged = staged
+        names = set(documents) | {f"{STATE}/{MANIFEST}"}
+        self.stale = sorted(name for name in old - names if (self.root / name).exists())
+        self.replaced = sorted(name for name in names if (self.root / name).exists())
+        self.created = sorted(names - set(self.replaced))
+        self.names = sorted(names)
+        self.old = old
+
+    def check(self, inputs) -> None:
+        for name in self.replaced:
+            target = self.root / name
+            if name not in self.old and not name.startswith(f"{STATE}/"):
+                raise OutputRefused(f"{target} was not written by gen-problems and would be "
+                                  f"overwritten: move it, or choose another --out")
+            if target.is_dir() or target.is_symlink():
+                raise OutputRefused(f"{target} is in the way (a folder or a link): move it")
+            if any(given.exists() and target.samefile(given) for given in inputs):
+                raise OutputRefused(f"{target} is an input but also an output: move it, "
+                                  f"or choose another --out")
+
+    def stage(self, documents: dict) -> None:
+        """Every new file written in full, with the mode it will have, before anything moves."""
+        mode = 0o666 & ~current_umask()
+        manifest = json.dumps({"tool": "gen-problems", "files": sorted(documents)}, indent=1)
+        for name in self.names:
+            content = manifest if name == f"{STATE}/{MANIFEST}" else documents[name]
+            target = self.root / name
+            keep = target.stat().st_mode & 0o7777 if name in self.replaced else mode
+            _write_file(self.staged / name, content, keep)
+
+    def apply(self) -> None:
+        try:
+            for name in self.replaced + self.stale:
+                _link_or_copy(self.root / name, self.backup / name)
+        except BaseException:  # nothing has moved yet
+            shutil.rmtree(self.backup, ignore_errors=True)
+            raise
+        journal = {"created": self.created, "replaced": self.replaced + self.stale}
+        _write_file(self.folder.state / JOURNAL, json.dumps(journal), 0o600, atomic=True)
+        try:
+            for name in self.names:
+                (self.root / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.staged / name, self.root / name)
+            for name in self.stale:
+                (self.root / name).unlink()
+            _sync_folder(self.folder.state)
+        except BaseException:  # a failed rename, a full disk, Ctrl-C: the earlier set goes back
+            _roll_back(self.root, self.backup, journal)
+            (self.folder.state / JOURNAL).unlink()
+            raise
+        (self.folder.state / JOURNAL).unlink()  # the commit
+        _sync_folder(self.folder.state)
+        shutil.rmtree(self.backup, ignore_errors=True)
+        for name in self.stale:
+            _remove_empty_parents(self.root / name, self.root)
+
+
+def _roll_back(root: Path, backup: Path, changes: dict) -> None:
+    for name in changes["created"]:
+        (root / name).unlink(missing_ok=True)
+        _remove_empty_parents(root / name, root)
+    for name in changes["replaced"]:
+        if (backup / name).exists():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(backup / name, root / name)
+    shutil.rmtree(backup, ignore_errors=True)
+
+
+def _write_file(path: Path, content: str | bytes, mode: int, atomic: bool = False) -> None:
     data = content.encode("utf-8") if isinstance(content, str) else content
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = path.with_name(path.name + ".tmp") if atomic else path
+    descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fchmod(stream.fileno(), mode)
+        os.fsync(stream.fileno())
+    if atomic:
+        os.replace(written, path)
+
+
+def _link_or_copy(source: Path, copy: Path) -> None:
+    copy.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+        os.link(source, copy)
+    except OSError:  # no hard links here (some USB and network file systems), or an immutable file
+        shutil.copy2(source, copy)
+
+
+def _sync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _remove_empty_parents(path: Path, root: Path) -> None:
+    """Folders the tool made for its files (papers/, keys/) go when they are left empty."""
+    for parent in path.parents:
+        if parent == root or not parent.is_relative_to(root):
+            return
+        try:
+            parent.rmdir()
+        except OSError:
+            return  # not empty: it holds something else, perhaps the teacher's
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _hold_lock(path: Path):
+    handle = open(path, "a+b")
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return handle
+
+
+def _is_held(path: Path) -> bool:
+    """Whether a live run holds this lock (a dead run's lock is released by the system)."""
+    try:
+        with open(path, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def describe(error: OSError, folder: Path | None = None) -> str:
+    """An OSError as a short phrase naming the file (or folder) and the cause."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = folder or (Path(error.filename).parent if error.filename else "the output folder")
+        return f"no space left on the disk holding {where}/ ({error.strerror})"
+    reason = error.strerror or str(error)
+    return f"{error.filename}: {reason}" if error.filename else reason

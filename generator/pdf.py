@@ -1,7 +1,8 @@
 """Stage 4, the PDF writer: LaTeX sources -> PDF bytes, with a real TeX engine.
 
-Each document is compiled by ``pdflatex`` in a private temporary folder,
-non-interactive, shell escape off, every document at once.  One pass is enough:
+Each document is compiled by ``pdflatex`` in the run's private work folder
+(which the output stage owns and removes), non-interactive, shell escape off,
+every document at once.  One pass is enough:
 the templates use nothing that needs a second (no cross-references, no point
 tables, no page totals), so a pass gives the final text.  On failure the
 temporary folder is kept for inspection and ``TexError`` carries the log's
@@ -41,7 +42,15 @@ class TexMissing(Exception):
 
 
 class TexError(Exception):
-    """pdflatex failed; the message holds the log's error lines and the kept .tex path."""
+    """pdflatex failed on ``document``; ``excerpt`` holds the log's error lines."""
+
+    def __init__(self, document: str, excerpt: str, folder: Path):
+        super().__init__(f"pdflatex failed on {document}:\n{excerpt}")
+        self.document, self.excerpt, self.folder = document, excerpt, folder
+
+
+class SplitError(Exception):
+    """The compiled document does not mark where each paper starts (a custom paper template)."""
 
 
 @dataclass(frozen=True)
@@ -50,16 +59,18 @@ class Compiled:
     log: str
 
 
-def build_pdfs(sources: dict[str, str], questions: list[Paper] | None = None,
-               on_done=lambda name: None) -> dict[str, bytes]:
-    """questions.pdf and answers.pdf; given the question papers of a versioned run, also
-    one PDF per paper (papers/) and per version's key (keys/), cut from those two."""
-    compiled = compile_pdfs(sources, on_done)
+def build_pdfs(sources: dict[str, str], folder: Path, questions: list[Paper] | None = None,
+               keys: int = 0, on_done=lambda name: None) -> dict[str, bytes]:
+    """questions.pdf and answers.pdf, compiled in ``folder``; given the question papers of a
+    versioned run and the number of keys, also one PDF per paper (papers/) and per
+    version's key (keys/), cut from those two."""
+    compiled = compile_pdfs(sources, folder, on_done)
     pdfs = {name: document.pdf for name, document in compiled.items()}
     if questions is not None:
-        for paper, pdf in zip(questions, split_papers(compiled["questions.pdf"])):
+        papers = split_papers(compiled["questions.pdf"], "questions.pdf", len(questions))
+        for paper, pdf in zip(questions, papers):
             pdfs[f"papers/{paper_file_name(paper)}"] = pdf
-        for number, pdf in enumerate(split_papers(compiled["answers.pdf"]), start=1):
+        for number, pdf in enumerate(split_papers(compiled["answers.pdf"], "answers.pdf", keys), 1):
             pdfs[f"keys/version-{number:02d}.pdf"] = pdf
     return pdfs
 
@@ -71,17 +82,25 @@ def paper_file_name(paper: Paper) -> str:
     return f"{paper.number:03d}-{safe_id}.pdf"
 
 
-def compile_pdfs(sources: dict[str, str], on_done=lambda name: None) -> dict[str, Compiled]:
-    """Compile every ``name.tex`` source; return ``name.pdf`` -> its PDF and TeX log."""
-    engine = shutil.which("pdflatex")
-    if engine is None:
+def require_tex() -> None:
+    """Checked before a run starts: --pdf without TeX fails at once, with the install line."""
+    if shutil.which("pdflatex") is None:
         raise TexMissing(INSTALL_HINT)
-    folder = Path(tempfile.mkdtemp(prefix="gen-problems-tex-"))
+
+
+def compile_pdfs(sources: dict[str, str], folder: Path | None = None,
+                 on_done=lambda name: None) -> dict[str, Compiled]:
+    """Compile every ``name.tex`` source in ``folder`` (by default a temporary one, removed
+    afterwards); return ``name.pdf`` -> its PDF and log."""
+    require_tex()
+    engine = shutil.which("pdflatex")
+    if folder is None:
+        with tempfile.TemporaryDirectory(prefix="gen-problems-tex-") as temporary:
+            return compile_pdfs(sources, Path(temporary), on_done)
+    folder.mkdir(parents=True, exist_ok=True)
     for name, text in sources.items():
         (folder / name).write_text(text, encoding="utf-8")
-    pdfs = _run_all(engine, folder, list(sources), on_done)  # on TexError the folder stays
-    shutil.rmtree(folder, ignore_errors=True)
-    return pdfs
+    return _run_all(engine, folder, list(sources), on_done)
 
 
 def _run_all(engine: str, folder: Path, names: list[str], on_done) -> dict[str, Compiled]:
@@ -121,10 +140,9 @@ def _wait(process: subprocess.Popen, tex: Path) -> None:
         code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         process.kill()
-        raise TexError(f"pdflatex took over {TEX_TIMEOUT_SECONDS} s on {tex}") from None
+        raise TexError(tex.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", tex.parent) from None
     if code != 0 or not tex.with_suffix(".pdf").exists():
-        excerpt = log_errors(tex.with_suffix(".log"))
-        raise TexError(f"pdflatex failed on {tex} (kept for inspection):\n{excerpt}")
+        raise TexError(tex.name, log_errors(tex.with_suffix(".log")), tex.parent)
 
 
 def log_errors(log: Path, context: int = 3) -> str:
@@ -143,11 +161,15 @@ def log_errors(log: Path, context: int = 3) -> str:
 PAPER_START = re.compile(r"^gen-problems: paper (\d+) starts after page (\d+)$", re.MULTILINE)
 
 
-def split_papers(document: Compiled) -> list[bytes]:
+def split_papers(document: Compiled, name: str, expected: int) -> list[bytes]:
     """Cut a compiled document into its papers, at the page each paper's template logged."""
     from pypdf import PdfReader, PdfWriter  # only needed for versions; keeps start-up short
 
     starts = [int(page) for _, page in PAPER_START.findall(document.log)]
+    if len(starts) != expected or starts != sorted(starts):
+        raise SplitError(f"{name}: {expected} papers, but the TeX log marks {len(starts)} paper "
+                         f"starts; a custom paper.tex.j2 must keep the \\typeout line that "
+                         f"marks where each paper begins")
     reader = PdfReader(io.BytesIO(document.pdf))
     ends = starts[1:] + [len(reader.pages)]
     papers = []

@@ -67,7 +67,7 @@ def check_draw_options(options: DrawOptions) -> None:
         raise SpecError(f"--tokens {low}-{high}: need 1 <= low <= high <= {MAX_TOKENS}")
     for name, option in (("d_model", "--d-model"), ("d_k", "--dk"), ("d_v", "--dv")):
         if not 1 <= getattr(options, name) <= MAX_DIMENSION:
-            raise SpecError(f"{option} must be between 1 and {MAX_DIMENSION}, "
+            raise SpecError(f"{option} must be a whole number from 1 to {MAX_DIMENSION}, "
                             f"got {getattr(options, name)}")
     if options.embeddings == "one-hot" and options.d_model < high:
         raise SpecError(f"--embeddings one-hot needs d_model >= the number of tokens "

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import sympy
 
-from .exact import parse_exact
+from .exact import parse_exact, shown
 
 Matrix = tuple[tuple[sympy.Expr, ...], ...]
 
 MAX_TOKENS = 12
 MAX_PROBLEMS = 2000
 MAX_DIMENSION = 16
+MAX_FILE_BYTES = 16 * 2**20  # a spec, roster or header file: far above any real one
 MASKS = ("none", "causal")
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
 FROM_PROJECTIONS = ("Q", "K", "V")
@@ -101,7 +102,7 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
         raise SpecError(f"{where}: expected a table of keys such as X, W_Q, W_K, W_V")
     unknown = sorted(set(record) - KNOWN_KEYS)
     if unknown:
-        raise SpecError(f"{where}: unknown key {unknown[0]!r} "
+        raise SpecError(f"{where}: unknown key {shown(unknown[0])} "
                         f"(known: {', '.join(sorted(KNOWN_KEYS))})")
     names = _matrix_names(record, where) + (("W_O",) if "W_O" in record else ())
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
@@ -114,8 +115,8 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
 def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
     """The question type and its parameters (rows and tokens counted from 1 in files)."""
     kind = record.get("type", "full")
-    if kind not in QUESTION_TYPES:
-        raise SpecError(f"{where}: unknown type {kind!r} (expected one of: {', '.join(QUESTION_TYPES)})")
+    if not isinstance(kind, str) or kind not in QUESTION_TYPES:
+        raise SpecError(f"{where}: unknown type {shown(kind)} (expected one of: {', '.join(QUESTION_TYPES)})")
     for key, types in (("row", ("row", "concept")), ("swap", ("permute",)), ("mistake", ("mistake",))):
         if key in record and kind not in types:
             raise SpecError(f"{where}: {key} goes with type {' or '.join(types)}, not {kind}")
@@ -129,8 +130,8 @@ def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
         spec = replace(spec, swap=tuple(_one_based(t, spec.n_keys, "swap", where) for t in swap))
     if kind == "mistake":
         mistake = record.get("mistake", "no-scaling")
-        if mistake not in MISTAKES:
-            raise SpecError(f"{where}: unknown mistake {mistake!r} "
+        if not isinstance(mistake, str) or mistake not in MISTAKES:
+            raise SpecError(f"{where}: unknown mistake {shown(mistake)} "
                             f"(expected one of: {', '.join(MISTAKES)})")
         spec = replace(spec, mistake=mistake)
     _check_question(spec, where)
@@ -150,7 +151,7 @@ def mistakes_for_shapes(n_queries: int, n_keys: int, d_k: int, d_v: int) -> tupl
 
 def _one_based(value, limit: int, key: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
-        raise SpecError(f"{where}: {key} must be a whole number from 1 to {limit}, got {value!r}")
+        raise SpecError(f"{where}: {key} must be a whole number from 1 to {limit}, got {shown(value)}")
     return value - 1
 
 
@@ -174,25 +175,52 @@ def _check_question(spec: ProblemSpec, where: str) -> None:
                             f"give {spec.d_v} columns")
 
 
+def read_user_bytes(path: Path, what: str = "the file") -> bytes:
+    """A file the user named, read up to a bound (``/dev/zero`` must not fill the memory)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: a folder, not {what}") from None
+    except OSError as error:
+        raise SpecError(f"{path}: cannot read {what} ({error.strerror or error})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MB; is it {what}?")
+    return data
+
+
 def read_user_file(path: Path, what: str = "the file") -> str:
     """A file the user named, as UTF-8 text; a SpecError naming it when it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError(f"{path}: cannot read {what} ({error})") from None
+        return read_user_bytes(path, what).decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SpecError(f"{path}: cannot read {what}: not UTF-8 text (byte {error.start})") from None
+
+
+def parse_toml(text: str, path: Path) -> dict:
+    return _parse(tomllib.loads, text, path, "TOML")
+
+
+def _parse(parser, text: str, path: Path, kind: str):
+    """A parser's every failure as one line: bad syntax, nesting too deep for the parser,
+    an integer too long to convert (Python refuses over 4300 digits)."""
+    try:
+        return parser(text)
+    except RecursionError:
+        raise SpecError(f"{path}: malformed {kind} (nested too deeply)") from None
+    except ValueError as error:  # TOMLDecodeError and JSONDecodeError are ValueErrors too
+        reason = str(error).split(";")[0].splitlines()[0][:120]
+        raise SpecError(f"{path}: malformed {kind} ({reason})") from None
 
 
 def _read_document(path: Path):
     text = read_user_file(path)
-    try:
-        if path.suffix.lower() == ".toml":
-            return tomllib.loads(text)
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as error:
-        raise SpecError(f"{path}: malformed {path.suffix[1:].upper()} ({error})") from None
+    if path.suffix.lower() == ".toml":
+        return parse_toml(text, path)
+    if path.suffix.lower() == ".json":
+        return _parse(json.loads, text, path, "JSON")
     raise SpecError(f"{path}: spec files must end in .toml or .json")
 
 
@@ -277,8 +305,8 @@ def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
 
 def _parse_mask(record: dict, where: str) -> str:
     mask = record.get("mask", "none")
-    if mask not in MASKS:
-        raise SpecError(f"{where}: unknown mask {mask!r} (expected one of: {', '.join(MASKS)})")
+    if not isinstance(mask, str) or mask not in MASKS:
+        raise SpecError(f"{where}: unknown mask {shown(mask)} (expected one of: {', '.join(MASKS)})")
     return mask
 
 
@@ -290,7 +318,7 @@ def _parse_scale(record: dict, where: str) -> sympy.Expr | None:
     except ValueError as error:
         raise SpecError(f"{where}: scale: {error}") from None
     if not scale.is_positive:
-        raise SpecError(f"{where}: scale must be positive, got {record['scale']!r}")
+        raise SpecError(f"{where}: scale must be positive, got {shown(record['scale'])}")
     return scale
 
 

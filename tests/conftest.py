@@ -52,6 +52,12 @@ def render(renderer, questions, info=None):
     return renderer(question_papers(sets, None), answer_keys(sets), info or DocumentInfo())
 
 
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file under a folder (the tool's own state included), by relative path."""
+    return {path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run gen-problems in-process; returns (exit code, stdout, stderr)."""

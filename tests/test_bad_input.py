@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import folder_files
 from generator.cli import solve_checked
 from generator.spec import SpecError, spec_from_record
 
@@ -58,7 +59,7 @@ def previous_output(tmp_path, run_cli):
     good = tmp_path / "good.toml"
     good.write_text(GOOD)
     assert run_cli("--spec", good, "--out", out)[0] == 0
-    return out, {p.name: p.read_bytes() for p in out.iterdir()}
+    return out, folder_files(out)
 
 
 def assert_one_line_error(code, out, err, expected):
@@ -75,7 +76,7 @@ def test_bad_json_spec(tmp_path, run_cli, previous_output, record, expected):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(record))
     assert_one_line_error(*run_cli("--spec", path, "--out", out), expected)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert folder_files(out) == before
 
 
 @pytest.mark.parametrize("text, suffix, expected", [
@@ -93,10 +94,10 @@ def test_unreadable_files(tmp_path, run_cli, text, suffix, expected):
 
 @pytest.mark.parametrize("args, expected", [
     (["--spec", "/no/such/file.toml"], "no such file"),
-    (["--count", "0"], "--count must be between 1 and 2000, got 0"),
-    (["--count", "100000"], "--count must be between 1 and 2000, got 100000"),
+    (["--count", "0"], "--count must be a whole number from 1 to 2000, got 0"),
+    (["--count", "100000"], "--count must be a whole number from 1 to 2000, got 100000"),
     (["--count", "ten"], "argument --count: invalid int value: 'ten'"),
-    (["--decimals", "-1"], "--decimals must be between 0 and 10"),
+    (["--decimals", "-1"], "--decimals must be a whole number from 0 to 10"),
     (["--format", "docx"], "unknown format 'docx' (expected some of: html, moodle, md, json)"),
     (["--colour"], "unrecognized arguments: --colour"),
     (["--templates", "/no/such/folder"], "--templates /no/such/folder: no such folder"),

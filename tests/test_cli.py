@@ -141,7 +141,7 @@ def test_installed_console_script(tmp_path):
     assert (tmp_path / "answers.md").exists()
     failed = subprocess.run([script, "--count", "0"], capture_output=True, text=True, timeout=120)
     assert (failed.returncode, failed.stderr) == (
-        2, "gen-problems: error: --count must be between 1 and 2000, got 0\n")
+        2, "gen-problems: error: --count must be a whole number from 1 to 2000, got 0\n")
 
 
 def test_header_from_config_file_and_options(tmp_path, run_cli):
@@ -161,7 +161,7 @@ def test_header_from_config_file_and_options(tmp_path, run_cli):
 @pytest.mark.parametrize("text, expected", [
     ('colour = "red"', "unknown key 'colour'"),
     ("course = [1]", "course must be text"),
-    ("course = ", "not a readable TOML file"),
+    ("course = ", "malformed TOML"),
 ])
 def test_bad_config_files(tmp_path, run_cli, text, expected):
     config = tmp_path / "header.toml"

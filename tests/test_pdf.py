@@ -8,7 +8,7 @@ import shutil
 import pytest
 from pypdf import PdfReader
 
-from conftest import module05_record, render
+from conftest import folder_files, module05_record, render
 from generator.cli import solve_checked
 from generator.formatting import decimal_text
 from generator.pdf import compile_pdfs
@@ -77,8 +77,9 @@ def test_question_sheet_gives_the_matrices_but_no_answers(seed_run):
 
 def test_all_outputs_land_in_the_folder(seed_run):
     assert sorted(p.name for p in seed_run.iterdir()) == [
-        "answers.md", "answers.pdf", "answers.tex", "problems.json",
+        ".gen-problems", "answers.md", "answers.pdf", "answers.tex", "problems.json",
         "questions.md", "questions.pdf", "questions.tex"]
+    assert sorted(p.name for p in (seed_run / ".gen-problems").iterdir()) == ["lock", "manifest.json"]
 
 
 def test_every_problem_of_a_set_in_both_pdfs_with_matching_numbers(set_of_20):
@@ -139,7 +140,7 @@ def test_no_overfull_boxes_up_to_six_tokens_and_largest_matrices_fit():
 def test_tex_failure_reports_the_log_and_keeps_earlier_outputs(tmp_path, run_cli):
     out = tmp_path / "out"
     assert run_cli("--count", "1", "--seed", "3", "--out", out)[0] == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = folder_files(out)
     broken = tmp_path / "mine" / "latex" / "steps"
     broken.mkdir(parents=True)
     (broken / "softmax.tex.j2").write_text(r"\undefinedcommandhere" + "\n")
@@ -147,10 +148,13 @@ def test_tex_failure_reports_the_log_and_keeps_earlier_outputs(tmp_path, run_cli
                            "--templates", tmp_path / "mine")
     assert code == 1
     assert "pdflatex failed on" in err and "answers.tex" in err
-    assert "Undefined control sequence" in err
-    kept = re.search(r"failed on (\S+answers\.tex)", err).group(1)
-    assert os.path.exists(kept)
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert "Undefined control sequence" in err and err.count("\n") == 1
+    kept = out / ".gen-problems" / "tex-failure"
+    assert f"kept in {kept}/" in err
+    assert {"answers.tex", "answers.log"} <= {p.name for p in kept.iterdir()}
+    assert not list(out.glob(".gen-problems/work-*"))  # the run's scratch is gone
+    after = {name: data for name, data in folder_files(out).items() if "/tex-failure/" not in name}
+    assert after == before
 
 
 def test_pdf_without_tex_says_how_to_install(tmp_path, run_cli, monkeypatch):

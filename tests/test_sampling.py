@@ -113,14 +113,14 @@ def test_problem_id_regenerates_a_problem_from_a_twenty_problem_set(tmp_path, ru
     (["--tokens", "5-2"], "--tokens 5-2: need 1 <= low <= high <= 12"),
     (["--tokens", "13"], "need 1 <= low <= high <= 12"),
     (["--tokens", "two"], "expected a number or a range such as 2-4"),
-    (["--dk", "-1"], "--dk must be between 1 and 16, got -1"),
-    (["--d-model", "17"], "--d-model must be between 1 and 16, got 17"),
+    (["--dk", "-1"], "--dk must be a whole number from 1 to 16, got -1"),
+    (["--d-model", "17"], "--d-model must be a whole number from 1 to 16, got 17"),
     (["--difficulty", "insane"], "invalid choice: 'insane'"),
     (["--embeddings", "one-hot", "--tokens", "5"], "one-hot needs d_model >= the number of tokens"),
     (["--weights", "identity"], "--weights identity needs d_model = d_k = d_v"),
     (["--problem", "42-7"], "expected an id such as M42-7 or H42v3-7"),
     (["--problem", "E42-7"], "drawn at another difficulty; add --difficulty easy"),
-    (["--problem", "M42-7", "--seed", "1"], "--problem ID names its own seed"),
+    (["--problem", "M42-7", "--seed", "1"], "--problem ID draws one problem named by its id; it takes no --count, --seed"),
     (["--count", "600", "--difficulty", "easy"], "could not draw problem"),
 ])
 def test_invalid_draws_get_one_line_and_exit_2(tmp_path, run_cli, args, expected):

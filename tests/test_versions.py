@@ -112,9 +112,9 @@ def test_bad_rosters(tmp_path, run_cli, roster, expected):
 
 
 @pytest.mark.parametrize("args, expected", [
-    (["--versions", "0"], "--versions must be between 1 and 500, got 0"),
+    (["--versions", "0"], "--versions must be a whole number from 1 to 500, got 0"),
     (["--versions", "400", "--count", "20"], "more than 5000 problems in one run"),
-    (["--versions", "2", "--problem", "M1-1"], "--versions draws new problems"),
+    (["--versions", "2", "--problem", "M1-1"], "--problem ID draws one problem named by its id"),
     (["--students", "/no/such.csv"], "/no/such.csv: no such file"),
 ])
 def test_bad_version_options(tmp_path, run_cli, args, expected):
