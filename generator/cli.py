@@ -31,7 +31,8 @@ from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .web import render_moodle, render_practice
-from .sampling import EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, draw_options, sample_problem, sample_set
+from .sampling import (EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, difficulty_of, draw_options, drawable_types,
+                       sample_problem, sample_set)
 from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, parse_toml,
                    read_user_file)
 
@@ -149,8 +150,9 @@ def run(args: argparse.Namespace) -> int:
         info_fields = header_fields(args)
         students = load_roster(args.students) if args.students else None
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
-        sets = {version: [solve_checked(spec) for spec in progress(specs, "solving")]
-                for version, specs in problem_sets(args, seed, students).items()}
+        specs, notes = problem_sets(args, seed, students)
+        sets = {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
+                for version, version_specs in specs.items()}
         drawn = not (args.spec or args.problem is not None)
         info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                             draw_command=draw_command(args, seed) if drawn else "",
@@ -158,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
         documents = render_documents(args, sets, students, info, folder)
         paths = folder.commit(documents, input_files(args))
     print_to_terminal(args, documents)
+    for note in notes:
+        print(f"gen-problems: note: {note}", file=sys.stderr)
     count = sum(len(solutions) for solutions in sets.values())
     print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
@@ -248,15 +252,19 @@ def threading_is_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def problem_sets(args, seed: int, students) -> dict[int, list[ProblemSpec]]:
-    """The specs of each version: one version unless --versions or a roster asks for more."""
+def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]], list[str]]:
+    """The specs of each version (one version unless --versions or a roster asks for more),
+    and notes for the teacher on what the mix left out."""
     if args.spec:
-        return {1: load_spec_file(Path(args.spec))}
+        return {1: load_spec_file(Path(args.spec))}, []
     versions = args.versions or (len(students) if students else 1)
     if versions * (args.count or 20) > MAX_TOTAL_PROBLEMS:
         raise UsageError(f"{versions} versions of {args.count or 20} problems is more than "
                          f"{MAX_TOTAL_PROBLEMS} problems in one run")
-    return {version: draw_specs(args, seed, version) for version in range(1, versions + 1)}
+    options, types, skipped = draw_plan(args)
+    notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
+    return {version: draw_specs(args, options, types, seed, version)
+            for version in range(1, versions + 1)}, notes
 
 
 def token_range(text: str) -> tuple[int, int]:
@@ -281,11 +289,16 @@ def comma_list(allowed: tuple[str, ...], what: str):
     return parse
 
 
-def draw_specs(args: argparse.Namespace, seed: int, version: int = 1) -> list[ProblemSpec]:
-    options = draw_options(args.difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
+def draw_plan(args: argparse.Namespace):
+    """The draw options, the types taken in turn, and the types left out (with why)."""
+    difficulty = args.difficulty or (difficulty_of(args.problem) if args.problem else None)
+    options = draw_options(difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
                            d_model=args.d_model, d_k=args.dk, d_v=args.dv,
                            embeddings=args.embeddings, weights=args.weights, mask=args.mask)
-    types = args.types or QUESTION_TYPES
+    return (options, *drawable_types(args.types or QUESTION_TYPES, options, bool(args.types)))
+
+
+def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -> list[ProblemSpec]:
     if args.problem is not None:
         return [sample_problem(options, args.problem, types)]
     return sample_set(options, seed, args.count or 20, version, types)

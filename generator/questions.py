@@ -16,10 +16,11 @@ import numpy as np
 import sympy
 
 from .engine import Evaluator, Num, Solution, Step, product_step, scaling_step, softmax_step, solve
-from .spec import HEADS, MISTAKES, ProblemSpec
+from .spec import HEADS, MISTAKES, ProblemSpec, SpecError
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 FULL_MARKS = {"Q": 1, "K": 1, "V": 1, "scores": 2, "scaled": 1, "masked": 1, "weights": 3, "output": 2}
+TIE = 1e-12  # weights this close are equal: their exact scores are equal
 FULL_PARTS = (("Q", "K", "V"), ("scores",), ("scaled",), ("masked",), ("weights",), ("output",))
 
 
@@ -106,14 +107,16 @@ def full_question(spec: ProblemSpec) -> Question:
 
 
 def row_question(spec: ProblemSpec) -> Question:
-    """One row of raw scores and d_k: scale it, exponentiate, sum, divide."""
+    """One row of raw scores and d_k: scale it, exponentiate, sum, divide.  Under a causal
+    mask the row holds only the keys the query may see (the others get weight 0)."""
     solution = solve(spec)
     num = Evaluator()
-    scores = solution.step("scores")
-    row = Step("scores", "one row of scores (given)", "given", (scores.entries[spec.row],))
+    scores = solution.step("scores").entries[spec.row]
+    visible = spec.row + 1 if spec.mask == "causal" else len(scores)
+    row = Step("scores", "one row of scores (given)", "given", (scores[:visible],))
     scaled = scaling_step(row, spec, num)
     weights = softmax_step(scaled, num)
-    top = max(range(len(weights.entries[0])), key=lambda j: weights.entries[0][j].value)
+    top = the_top_key(weights.entries[0], spec)
     parts = lettered([Part("row-scaled", 1, (scaled,)),
                       Part("row-weights", 3, (weights,), answer=(top, weights.entries[0][top]))])
     return Question("row", spec, solution, (row,), parts)
@@ -189,6 +192,17 @@ def concept_question(spec: ProblemSpec) -> Question:
     return Question("concept", spec, solution, given, parts, items=items)
 
 
+def the_top_key(weights: tuple[Num, ...], spec: ProblemSpec) -> int:
+    """The key a query attends to most; two keys sharing the top weight make "which key gets
+    the most attention?" a question with two right answers, so the spec is refused."""
+    order = sorted(range(len(weights)), key=lambda j: -weights[j].value)
+    if len(order) > 1 and abs(weights[order[0]].value - weights[order[1]].value) < TIE:
+        raise SpecError(f"problem {spec.id}: keys {order[0] + 1} and {order[1] + 1} share token "
+                        f"{spec.row + 1}'s top weight, so 'which key gets the most attention?' "
+                        f"has two answers; choose another row")
+    return order[0]
+
+
 def _top_attention(solution: Solution, token: int) -> ConceptItem:
     """Which key does `token` attend to most, and with what weight?"""
     def top(weights_step):
@@ -196,6 +210,7 @@ def _top_attention(solution: Solution, token: int) -> ConceptItem:
         best = max(range(len(row)), key=lambda j: row[j].value)
         return (best, row[best])
 
+    the_top_key(solution.step("weights").entries[token], solution.spec)
     right = top(solution.step("weights"))
     row = solution.step("weights").entries[token]
     second = sorted(range(len(row)), key=lambda j: -row[j].value)[1:2]

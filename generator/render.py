@@ -7,15 +7,20 @@ the first template found of ``steps/<name>``, ``steps/<kind>``, ``steps/default`
 
 In LaTeX everything a template prints is escaped (pylatex's ``escape_latex``)
 unless it is marked trusted with ``NoEscape``; only ``formatting`` makes those.
+Every template, built-in or the teacher's, runs in Jinja's immutable sandbox: a
+template can read the values it is given and call the filters, nothing more
+(no ``__globals__``, no ``os``, no changing a list).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import jinja2
+import jinja2.sandbox
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
@@ -105,9 +110,41 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
     return environment
 
 
+class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, with its verdict on an attribute remembered per (type, name):
+    the verdict depends on nothing else, and asking it afresh for every attribute a template
+    reads would make rendering some 70% slower."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._safe: dict[tuple[type, str], bool] = {}
+
+    def is_safe_attribute(self, obj, attr: str, value) -> bool:
+        key = (type(obj), attr)
+        if key not in self._safe:
+            self._safe[key] = super().is_safe_attribute(obj, attr, value)
+        return self._safe[key]
+
+
+class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """A cache that never fails a run: a full or unwritable temp folder only costs speed."""
+
+    def dump_bytecode(self, bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+    def load_bytecode(self, bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+
 def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
     folders = [user_templates] if user_templates else []
-    environment = jinja2.Environment(
+    environment = Sandbox(
         loader=jinja2.FileSystemLoader([*folders, BUILTIN_TEMPLATES]),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
@@ -119,9 +156,13 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source, so an edited
-    template is compiled afresh): compiling them all costs a tenth of a second a run."""
+    template is compiled afresh): compiling them all costs a tenth of a second a run.
+    They live in the user's own cache folder, private to them, not in the temp folder."""
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(home, "gen-problems", "templates")
     try:
-        return jinja2.FileSystemBytecodeCache()  # a private folder under the system's temp dir
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return QuietBytecodeCache(folder)
     except (OSError, RuntimeError):
         return None
 

@@ -76,6 +76,30 @@ def check_draw_options(options: DrawOptions) -> None:
         raise SpecError("--weights identity needs d_model = d_k = d_v")
 
 
+def why_not_drawable(kind: str, options: DrawOptions) -> str | None:
+    """Why no problem of this type can be drawn under these options, or None if it can."""
+    if options.decimals == 0:
+        return "at 0 decimals every attention weight shows as 0 or 1; use --decimals 1 or more"
+    if kind == "heads" and options.weights in ("identity", "diagonal"):
+        return (f"with {options.weights} weights each head sees only its own half of every "
+                f"token, so some rows are zero; use --weights integer or decimal")
+    if kind in ("row", "concept", "permute", "masked") and options.tokens[1] < 2:
+        return "it needs at least 2 tokens"
+    return None
+
+
+def drawable_types(types: tuple[str, ...], options: DrawOptions,
+                   explicit: bool) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The types to draw in turn, and those left out with the reason. A type the teacher
+    named that cannot be drawn is an error; the default mix just leaves it out."""
+    reasons = {kind: why_not_drawable(kind, options) for kind in dict.fromkeys(types)}
+    skipped = {kind: reason for kind, reason in reasons.items() if reason}
+    if skipped and (explicit or len(skipped) == len(reasons)):
+        kind, reason = next(iter(skipped.items()))
+        raise SpecError(f"cannot draw {kind} questions with these options: {reason}")
+    return tuple(kind for kind in types if kind not in skipped), skipped
+
+
 def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
                types: tuple[str, ...] = ("full",)) -> list[ProblemSpec]:
     """Problems 1..count of one version of a set, each distinct from those before it.
@@ -130,7 +154,15 @@ def parse_problem_id(text: str, options: DrawOptions) -> tuple[int, int, int]:
                         f"{next(d for d in PRESETS if d[0].upper() == letter)}")
     if not 1 <= int(index) <= 2000:
         raise SpecError(f"--problem {text}: the problem number must be between 1 and 2000")
+    if version is not None and not 1 <= int(version) <= 500:
+        raise SpecError(f"--problem {text}: the version must be between 1 and 500")
     return int(seed), int(version or 1), int(index)
+
+
+def difficulty_of(problem: str) -> str | None:
+    """The preset an id was drawn at (its first letter), so --problem needs no --difficulty."""
+    match = PROBLEM_ID.match(problem.strip())
+    return next((d for d in PRESETS if match and d[0].upper() == match.group(1)), None)
 
 
 def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate, dict]:
@@ -143,9 +175,10 @@ def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate,
         params = question_params(rng, candidate, kind, options.decimals)
         if params is not None:
             return candidate, params
-    raise SpecError(f"could not draw problem {index}: no new exam-worthy problem in {MAX_ATTEMPTS} "
-                    f"draws (these options may allow fewer distinct problems than --count); "
-                    f"allow more tokens, dimensions or another kind of entries")
+    raise SpecError(f"could not draw problem {index} (a {kind} question): no new exam-worthy "
+                    f"problem in {MAX_ATTEMPTS} draws (these options may allow fewer distinct "
+                    f"problems than --count); allow more tokens, dimensions or another kind "
+                    f"of entries")
 
 
 def draw_candidate(rng: np.random.Generator, options: DrawOptions,

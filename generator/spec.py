@@ -161,6 +161,12 @@ def _check_question(spec: ProblemSpec, where: str) -> None:
         raise SpecError(f"{where}: type {spec.question} needs X, W_Q, W_K and W_V")
     if spec.question in ("permute", "heads", "concept", "mistake") and spec.mask != "none":
         raise SpecError(f"{where}: type {spec.question} takes no mask")
+    if spec.question == "row" and spec.mask == "causal" and spec.row == 0:
+        raise SpecError(f"{where}: under a causal mask token 1 sees only itself (weight 1); "
+                        f"choose a later row")
+    if spec.mistake in ("no-scaling", "dk-not-sqrt") and spec.scale is not None:
+        raise SpecError(f"{where}: mistake {spec.mistake} is about dividing by sqrt(d_k); "
+                        f"this problem sets its own scale")
     if spec.question == "masked" and spec.mask != "causal":
         raise SpecError(f"{where}: type masked needs mask = \"causal\"")
     if (spec.question == "heads") != ("W_O" in spec.matrices):

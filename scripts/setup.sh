@@ -16,6 +16,17 @@ TORCH_WHEEL_DIR=${TORCH_WHEEL_DIR:-/opt/wheels}
 
 say() { echo "setup: $*" >&2; }
 
+# pip, setuptools and apt talk a lot (every editable install warns that it is one); keep
+# what they say in a log and show it only when a step fails.
+LOG=$VENV/setup.log  # inside .venv, made before any quiet step runs
+quietly() {
+  if ! "$@" >>"$LOG" 2>&1; then
+    tail -n 30 "$LOG" >&2
+    say "failed: $* (the whole log: $LOG)"
+    return 1
+  fi
+}
+
 install_python_packages() {
   if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV"
@@ -25,8 +36,8 @@ install_python_packages() {
   wanted=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     say "installing Python packages"
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet -e ".[test]"
+    quietly "$VENV/bin/python" -m pip install --upgrade pip
+    quietly "$VENV/bin/python" -m pip install -e ".[test]"
     echo "$wanted" > "$stamp"
   fi
 }
@@ -35,7 +46,7 @@ install_torch_from_disk() {
   "$VENV/bin/python" -c "import torch" 2>/dev/null && return 0
   if ls "$TORCH_WHEEL_DIR"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then
     say "installing torch 2.13.0 (CPU) from $TORCH_WHEEL_DIR"
-    "$VENV/bin/python" -m pip install --quiet --find-links "$TORCH_WHEEL_DIR" "torch==2.13.0"
+    quietly "$VENV/bin/python" -m pip install --find-links "$TORCH_WHEEL_DIR" "torch==2.13.0"
   else
     say "no torch 2.13.0 CPU wheel in $TORCH_WHEEL_DIR: the torch checks will be skipped"
   fi
@@ -49,9 +60,9 @@ install_debian_packages() {
     return 1
   fi
   say "installing $1 from Debian packages"
-  $sudo apt-get update -qq
+  quietly $sudo apt-get update -qq
   shift
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  quietly env DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
 }
 
 install_browser() {

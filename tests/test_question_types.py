@@ -99,11 +99,17 @@ def test_heads_match_torch_multihead_attention_when_widths_agree():
 
 
 def test_row_question_matches_the_full_solution_row():
-    question = make_question(**SQUARE, type="row", row=2)
+    question = make_question(**SQUARE, type="row", row=1)
     scaled, weights = (part.steps[0] for part in question.parts)
-    assert shown(scaled)[0] == shown(question.solution.step("scaled"))[1]
-    assert shown(weights)[0] == shown(question.solution.step("weights"))[1]
+    assert shown(scaled)[0] == shown(question.solution.step("scaled"))[0]
+    assert shown(weights)[0] == shown(question.solution.step("weights"))[0]
     assert question.marks == 4
+
+
+def test_a_row_whose_top_weight_is_shared_is_refused():
+    # SQUARE's row 2 gives keys 1 and 3 the same weight: "which key gets most?" has two answers
+    with pytest.raises(SpecError, match="keys 1 and 3 share token 2's top weight"):
+        make_question(**SQUARE, type="row", row=2)
 
 
 def test_concept_items_have_one_right_answer_among_distinct_choices():

@@ -119,9 +119,13 @@ def test_problem_id_regenerates_a_problem_from_a_twenty_problem_set(tmp_path, ru
     (["--embeddings", "one-hot", "--tokens", "5"], "one-hot needs d_model >= the number of tokens"),
     (["--weights", "identity"], "--weights identity needs d_model = d_k = d_v"),
     (["--problem", "42-7"], "expected an id such as M42-7 or H42v3-7"),
-    (["--problem", "E42-7"], "drawn at another difficulty; add --difficulty easy"),
+    (["--problem", "E42-7", "--difficulty", "medium"], "drawn at another difficulty; add --difficulty easy"),
+    (["--problem", ""], "--problem needs an id"),
+    (["--problem", "M42v0-7"], "the version must be between 1 and 500"),
     (["--problem", "M42-7", "--seed", "1"], "--problem ID draws one problem named by its id; it takes no --count, --seed"),
-    (["--count", "600", "--difficulty", "easy"], "could not draw problem"),
+    (["--count", "800", "--types", "full", "--difficulty", "easy"], "could not draw problem 577 (a full question)"),
+    (["--types", "heads", "--difficulty", "easy"], "cannot draw heads questions with these options: with diagonal weights"),
+    (["--decimals", "0"], "at 0 decimals every attention weight shows as 0 or 1"),
 ])
 def test_invalid_draws_get_one_line_and_exit_2(tmp_path, run_cli, args, expected):
     code, out, err = run_cli(*args, "--out", tmp_path / "o")
