@@ -144,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_options(args)
-    with OutputFolder(args.out) as folder:  # restores a set a killed run left half-written
+    with OutputFolder(args.out) as folder:  # first restores a set a killed run left half-written
+        check_options(args)
         folder.refuse_inputs_inside(input_files(args), OUTPUT_NAMES, OUTPUT_FOLDERS)
         info_fields = header_fields(args)
         students = load_roster(args.students) if args.students else None

@@ -231,14 +231,15 @@ class _Plan:
             _write_file(self.staged / name, content, keep)
 
     def apply(self) -> None:
+        journal = {"created": self.created, "replaced": self.replaced + self.stale}
         try:
             for name in self.replaced + self.stale:
                 _link_or_copy(self.root / name, self.backup / name)
+            _write_file(self.folder.state / JOURNAL, json.dumps(journal), 0o600, atomic=True)
         except BaseException:  # nothing has moved yet
             shutil.rmtree(self.backup, ignore_errors=True)
+            (self.folder.state / f"{JOURNAL}.tmp").unlink(missing_ok=True)
             raise
-        journal = {"created": self.created, "replaced": self.replaced + self.stale}
-        _write_file(self.folder.state / JOURNAL, json.dumps(journal), 0o600, atomic=True)
         try:
             for name in self.names:
                 (self.root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -338,6 +339,6 @@ def describe(error: OSError, folder: Path | None = None) -> str:
     """An OSError as a short phrase naming the file (or folder) and the cause."""
     if error.errno in (errno.ENOSPC, errno.EDQUOT):
         where = folder or (Path(error.filename).parent if error.filename else "the output folder")
-        return f"no space left on the disk holding {where}/ ({error.strerror})"
+        return f"no space left on the disk holding {where}/"
     reason = error.strerror or str(error)
     return f"{error.filename}: {reason}" if error.filename else reason
