@@ -1,6 +1,8 @@
 """Bad input: one clear line on stderr, exit code 2, no traceback, nothing written."""
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -153,3 +155,123 @@ def test_any_json_is_a_problem_or_one_clear_error(record):
         solve_checked(spec_from_record(record, "fuzz-1"))  # parses and solves ...
     except SpecError as error:  # ... or says why in one line; nothing else may escape
         assert "\n" not in str(error)
+
+
+# -- inputs that used to crash or hang: one line, exit 2 -------------------------------------
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("deep.json", "[" * DEEP + "]" * DEEP, "malformed JSON (nested too deeply)"),
+    ("deep.toml", "X = " + "[" * DEEP + "]" * DEEP, "malformed TOML (nested too deeply)"),
+    ("big.json", '{"X": [[1' + "0" * 5000 + ", 0], [0, 1]]}", "malformed JSON (Exceeds the limit"),
+    ("long.json", json.dumps(spec_with(X=[[int("1" + "0" * 3000), 0], [0, 1]])),
+     "X row 1, column 1: 100000"),
+    ("mistake.toml", GOOD + 'type = "mistake"\nmistake = [1]\n', "unknown mistake [1]"),
+    ("type.toml", GOOD + "type = [1]\n", "unknown type [1]"),
+    ("mask.toml", GOOD + "mask = {a = 1}\n", "unknown mask {'a': 1}"),
+    ("hex.json", json.dumps(spec_with(X=[["0x10", 0], [0, 1]])), "'0x10' is not written as a plain number"),
+    ("under.json", json.dumps(spec_with(X=[["1_000", 0], [0, 1]])), "'1_000' is not written as a plain number"),
+])
+def test_inputs_that_used_to_crash(tmp_path, run_cli, name, text, expected):
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run_cli("--spec", path, "--out", tmp_path / "o")
+    assert_one_line_error(code, out, err, expected)
+    assert len(err) < 400  # a huge value is quoted short
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_deep_header_config_is_one_line(tmp_path, run_cli):
+    config = tmp_path / "header.toml"
+    config.write_text("course = " + "[" * DEEP + "]" * DEEP)
+    assert_one_line_error(*run_cli("--config", config, "--out", tmp_path / "o"),
+                          "malformed TOML (nested too deeply)")
+
+
+@pytest.mark.parametrize("entry", ["((((9)^8)^8)^8)^8", "((((9)^8)^8)^8)^-8",
+                                   "((((sqrt(2)+1)^8)^8)^8)^-8", "sqrt(((((9)^8)^8)^8)^8+1)",
+                                   "(" * 12 + "9" + ")^8" * 12])
+def test_nested_powers_are_refused_in_milliseconds(tmp_path, run_cli, entry):
+    path = tmp_path / "powers.json"
+    path.write_text(json.dumps(spec_with(X=[[entry, 0], [0, 1]])))
+    started = time.perf_counter()
+    code, out, err = run_cli("--spec", path, "--out", tmp_path / "o")
+    assert time.perf_counter() - started < 5  # was minutes; generous for a loaded machine
+    assert code == 2 and err.count("\n") == 1 and "X row 1, column 1" in err
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--seed", "-1"], "--seed must be a whole number from 0 to"),
+    (["--problem", ""], "--problem needs an id"),
+    (["--spec", "x.toml", "--difficulty", "hard"], "--spec solves the file's problems as written; it takes no --difficulty"),
+    (["--spec", "x.toml", "--types", "row"], "it takes no --types"),
+    (["--spec", "x.toml", "--count", "3"], "it takes no --count"),
+    (["--spec", "x.toml", "--mask", "causal"], "it takes no --mask"),
+    (["--students", "/dev/zero"], "/dev/zero: larger than 16 MB; is it the roster?"),
+])
+def test_options_that_cannot_work_are_refused(tmp_path, run_cli, args, expected):
+    assert_one_line_error(*run_cli(*args, "--out", tmp_path / "o"), expected)
+    assert not (tmp_path / "o").exists()
+
+
+# -- rosters are read as written, or refused ------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ('id,name\ns1,"Ada\ns2,Alan\n', "roster.csv, line 2: a quote opened here is never closed"),
+    ("id,name\ns1," + "A" * 200_000 + "\n", "roster.csv, line 2: a cell longer than the CSV reader's limit"),
+    ('id,name\ns1,Ada\ns2,"Al"an\n', "roster.csv, line 3: malformed CSV"),
+])
+def test_a_malformed_roster_names_its_line(tmp_path, run_cli, text, expected):
+    roster = tmp_path / "roster.csv"
+    roster.write_text(text)
+    assert_one_line_error(*run_cli("--count", 1, "--students", roster, "--out", tmp_path / "o"),
+                          expected)
+
+
+def test_line_breaks_inside_a_cell_do_not_split_a_student(tmp_path, run_cli):
+    roster = tmp_path / "roster.csv"
+    roster.write_text('id,name\ns1,"Ada\nLovelace"\ns2,Grace\x0bMurray\x0cHopper\u2028Jr\n',
+                      newline="")
+    assert run_cli("--count", 1, "--students", roster, "--out", tmp_path / "o")[0] == 0
+    papers = json.loads((tmp_path / "o" / "problems.json").read_text())["papers"]
+    assert [(p["student_id"], p["name"]) for p in papers] == [
+        ("s1", "Ada Lovelace"), ("s2", "Grace Murray Hopper Jr")]
+
+
+# -- templates are sandboxed -------------------------------------------------------------------
+
+@pytest.mark.parametrize("payload", [
+    "<< cycler.__init__.__globals__.os.popen('touch PWNED').read() >>",
+    "<< self.__init__.__globals__ >>",
+    "<% set x = [] %><< x.append(1) >>",
+    "<< ''.__class__.__mro__[1].__subclasses__() >>",
+])
+def test_a_malicious_template_cannot_run_code(tmp_path, run_cli, monkeypatch, payload):
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "mine" / "latex"
+    mine.mkdir(parents=True)
+    (mine / "header.tex.j2").write_text(payload + "\n")
+    code, out, err = run_cli("--count", 1, "--out", tmp_path / "o", "--templates", tmp_path / "mine")
+    assert_one_line_error(code, out, err, "template: ")
+    assert "unsafe" in err
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "o").exists()
+
+
+def test_a_paper_template_that_breaks_the_split_is_reported(tmp_path, run_cli):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\na1,Ann\nb2,Bob\n")
+    out = tmp_path / "o"
+    assert run_cli("--count", 1, "--students", roster, "--pdf", "--out", out)[0] == 0
+    before = folder_files(out)
+    mine = tmp_path / "mine" / "latex"
+    mine.mkdir(parents=True)
+    builtin = Path(__file__).resolve().parent.parent / "templates" / "latex" / "paper.tex.j2"
+    (mine / "paper.tex.j2").write_text(
+        "\n".join(line for line in builtin.read_text().splitlines() if "typeout" not in line))
+    code, _, err = run_cli("--count", 1, "--students", roster, "--pdf", "--out", out,
+                           "--templates", tmp_path / "mine")
+    assert code == 1 and err.count("\n") == 1
+    assert "2 papers, but the TeX log marks 0 paper starts" in err
+    assert folder_files(out) == before  # the earlier papers are all still there

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -169,3 +170,18 @@ def test_bad_config_files(tmp_path, run_cli, text, expected):
     code, _, err = run_cli("--count", "1", "--out", tmp_path / "o", "--config", config)
     assert code == 2 and expected in err and err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_the_wheel_builds_quietly_and_carries_every_template(tmp_path):
+    """setuptools is told about every template folder, so it neither warns nor drops one."""
+    root = Path(__file__).resolve().parent.parent
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp_path, root],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    assert "would be ignored" not in built.stdout + built.stderr
+    assert "absent from the `packages`" not in built.stdout + built.stderr
+    [wheel] = tmp_path.glob("*.whl")
+    shipped = {name for name in zipfile.ZipFile(wheel).namelist() if "/templates/" in name}
+    templates = {"generator/templates/" + path.relative_to(root / "templates").as_posix()
+                 for path in (root / "templates").rglob("*") if path.is_file()}
+    assert templates == shipped

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import sympy
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -191,3 +192,61 @@ def test_column_softmax_mistake_with_a_constant_value_column():
     spec = sample_set(draw_options("medium"), 1, 3, 18, QUESTION_TYPES)[2]
     assert (spec.question, spec.mistake) == ("mistake", "column-softmax")
     make_question_from(spec)  # raises if the engine and the numpy mistake disagree
+
+
+# -- every type honours every option a spec gives, or refuses it in one line ------------------
+
+BASE = {"X": [[1, 0], [0, 2], [1, 1]], "W_Q": [[1, 1], [0, 1]], "W_K": [[1, 0], [1, 1]],
+        "W_V": [[1, 0], [0, 1]]}
+PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0], [0, 1], [2, 1]]}
+TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"},
+             "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2}}
+OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
+           "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}
+
+
+def type_with_option(kind: str, option: dict) -> dict:
+    record = dict(PROJECTIONS) if option.get("projections") else dict(BASE)
+    record.update({k: v for k, v in option.items() if k != "projections"}, type=kind,
+                  **TYPE_KEYS[kind])
+    if kind == "masked":
+        record.setdefault("mask", "causal")
+    return record
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+@pytest.mark.parametrize("kind", QUESTION_TYPES)
+def test_every_type_honours_every_spec_option_or_refuses_it(kind, option):
+    record = type_with_option(kind, OPTIONS[option])
+    try:
+        question = make_question(**record)
+    except SpecError as refusal:
+        assert "\n" not in str(refusal)
+        return
+    spec = question.spec
+    for solution, _ in question.solutions():  # heads: each head too
+        assert solution.spec.scale == spec.scale
+        assert solution.spec.mask == (spec.mask if solution.spec is spec or kind != "heads" else "none")
+    full = question.solution.step("weights").numeric
+    if kind == "row":
+        row = question.parts[-1].steps[0].numeric[0]
+        np.testing.assert_allclose(row, full[spec.row][:len(row)], atol=1e-12)
+        assert full[spec.row][len(row):].sum() == 0  # the keys left out are the masked ones
+    if kind == "concept":
+        top = question.items[0]
+        token, weight = top.choices[top.answer]
+        assert token == int(np.argmax(full[spec.row])) and weight.value == full[spec.row].max()
+
+
+@pytest.mark.parametrize("kind", ["full", "masked", "row"])
+def test_the_causal_mask_is_honoured_not_refused(kind):
+    question = make_question(**type_with_option(kind, {"mask": "causal"}))
+    assert question.solution.spec.mask == "causal"
+    if kind == "row":  # the case: the row's weights are the masked problem's own row
+        weights = question.parts[-1].steps[0].numeric[0]
+        np.testing.assert_allclose(weights, question.solution.step("weights").numeric[1][:2])
+
+
+@pytest.mark.parametrize("kind", ["full", "row", "permute", "heads", "concept", "mistake"])
+def test_a_scale_is_honoured_not_refused(kind):
+    assert make_question(**type_with_option(kind, {"scale": "1/2"})).solution.spec.scale == sympy.Rational(1, 2)

@@ -136,3 +136,24 @@ def test_invalid_draws_get_one_line_and_exit_2(tmp_path, run_cli, args, expected
 def test_exact_inputs_are_exactly_the_drawn_numbers():
     spec = sample_set(draw_options("hard"), 1, 1)[0]
     assert all(isinstance(x, sympy.Rational) for x in entries(spec, "X"))
+
+
+def test_the_printed_redraw_command_and_the_id_reproduce_a_draw_at_other_decimals(tmp_path, run_cli):
+    assert run_cli("--count", 5, "--seed", 3, "--decimals", 2, "--out", tmp_path / "set")[0] == 0
+    key = (tmp_path / "set" / "answers.md").read_text()
+    assert "gen-problems --seed 3 --count 5 --difficulty medium --decimals 2" in key
+    problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
+    assert run_cli("--problem", "M3-5", "--decimals", 2, "--out", tmp_path / "one")[0] == 0
+    [again] = json.loads((tmp_path / "one" / "problems.json").read_text())["problems"]
+    assert again["spec"] == problems[4]["spec"]
+    # Why the command must carry them: the shown decimals decide which draws are kept.
+    at = {d: sample_set(draw_options("hard", decimals=d), 3, 20) for d in (1, 4)}
+    assert [s.matrices for s in at[1]] != [s.matrices for s in at[4]]
+
+
+def test_an_id_alone_names_its_difficulty(tmp_path, run_cli):
+    assert run_cli("--count", 2, "--seed", 8, "--difficulty", "hard", "--out", tmp_path / "set")[0] == 0
+    problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
+    assert run_cli("--problem", "H8-2", "--out", tmp_path / "one")[0] == 0
+    [again] = json.loads((tmp_path / "one" / "problems.json").read_text())["problems"]
+    assert again["spec"] == problems[1]["spec"]
