@@ -10,12 +10,13 @@ made or written, 130 for Ctrl-C; the earlier set is left as it was.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import secrets
 import signal
 import sys
-import tomllib
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -146,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     with OutputFolder(args.out) as folder:  # first restores a set a killed run left half-written
         check_options(args)
-        folder.refuse_inputs_inside(input_files(args), OUTPUT_NAMES, OUTPUT_FOLDERS)
+        inputs = input_files(args)
+        folder.refuse_inputs_inside(inputs, OUTPUT_NAMES, OUTPUT_FOLDERS)
         info_fields = header_fields(args)
         students = load_roster(args.students) if args.students else None
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
@@ -158,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                             draw_command=draw_command(args, seed) if drawn else "",
                             versioned=bool(args.versions or students))
         documents = render_documents(args, sets, students, info, folder)
-        paths = folder.commit(documents, input_files(args))
+        paths = folder.commit(documents, inputs)
     print_to_terminal(args, documents)
     for note in notes:
         print(f"gen-problems: note: {note}", file=sys.stderr)
@@ -230,26 +232,21 @@ def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "see the log")
 
 
-class _sigterm_as_interrupt:
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
     """SIGTERM (a closed terminal, a scheduler's stop) unwinds like Ctrl-C: the earlier set stays."""
-
-    def __enter__(self):
-        self.previous = None
-        if threading_is_main():
-            self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
-
-
-def threading_is_main() -> bool:
-    import threading
-    return threading.current_thread() is threading.main_thread()
 
 
 def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]], list[str]]:
