@@ -32,8 +32,8 @@ from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .web import render_moodle, render_practice
-from .sampling import (EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, difficulty_of, draw_options, drawable_types,
-                       sample_problem, sample_set)
+from .sampling import (EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, difficulty_of, draw_options,
+                       drawable_types, sample_problem, sample_set)
 from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, parse_toml,
                    read_user_file)
 
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                             draw_command=draw_command(args, seed) if drawn else "",
                             versioned=bool(args.versions or students))
-        documents = render_documents(args, sets, students, info, folder)
+        documents = render_documents(args, sets, students, info, folder, notes)
         paths = folder.commit(documents, inputs)
     print_to_terminal(args, documents)
     for note in notes:
@@ -170,8 +170,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder) -> dict:
-    """Every output file's content, keyed by its path in the output folder."""
+def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
+                     notes: list[str]) -> dict:
+    """Every output file's content, keyed by its path in the output folder; what the teacher
+    should know (a character no font has) is added to ``notes``."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
     papers = questions if info.versioned else None
     documents = render_latex(questions, keys, info, args.templates)
@@ -186,16 +188,18 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
         if "moodle" in args.format:
             documents["moodle.xml"] = render_moodle(keys, info, args.templates)
         if pdfs:
-            documents.update(finished_pdfs(pdfs, folder))
+            built, pdf_notes = finished_pdfs(pdfs, folder)
+            documents.update(built)
+            notes.extend(pdf_notes)
     return documents
 
 
-def finished_pdfs(pdfs, folder: OutputFolder) -> dict[str, bytes]:
+def finished_pdfs(pdfs, folder: OutputFolder) -> tuple[dict[str, bytes], list[str]]:
     try:
         return pdfs.result()
     except TexError as error:  # keep the sources and log where the teacher can look
         kept = folder.keep_tex_failure(error.folder)
-        raise OutputError(f"pdflatex failed on {error.document}: {first_line(error.excerpt)} "
+        raise OutputError(f"{error.engine} failed on {error.document}: {first_line(error.excerpt)} "
                           f"(its .tex and .log are kept in {kept}/)") from None
 
 
@@ -326,7 +330,7 @@ def progress(items, label: str):
 
 
 def pdfs_with_progress(sources: dict[str, str], folder: Path, questions: list[Paper] | None,
-                       keys: int) -> dict[str, bytes]:
+                       keys: int) -> tuple[dict[str, bytes], list[str]]:
     """build_pdfs, with a progress bar of the TeX runs when stderr is a terminal."""
     if not sys.stderr.isatty():
         return build_pdfs(sources, folder, questions, keys)

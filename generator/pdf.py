@@ -23,10 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .paper import Paper
+from .typesetting import FONT_PACKAGES, engine_of, missing_characters
 
 TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
+UNICODE_PACKAGES = f"texlive-luatex {FONT_PACKAGES}"
 INSTALL_HINT = (f"--pdf needs pdflatex, which is not installed: run 'bash scripts/setup.sh', or "
                 f"'sudo apt-get install --no-install-recommends {TEX_PACKAGES}'")
+UNICODE_HINT = ("this document holds characters pdflatex cannot typeset, and LuaLaTeX with "
+                "luaotfload is not installed: run 'bash scripts/setup.sh', or 'sudo apt-get "
+                f"install --no-install-recommends {UNICODE_PACKAGES}'")
 TEX_TIMEOUT_SECONDS = 300
 # Paranoid file access: TeX may read and write only in its own folder.
 TEX_ENVIRONMENT = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
@@ -42,11 +47,11 @@ class TexMissing(Exception):
 
 
 class TexError(Exception):
-    """pdflatex failed on ``document``; ``excerpt`` holds the log's error lines."""
+    """The TeX engine failed on ``document``; ``excerpt`` holds the log's error lines."""
 
-    def __init__(self, document: str, excerpt: str, folder: Path):
-        super().__init__(f"pdflatex failed on {document}:\n{excerpt}")
-        self.document, self.excerpt, self.folder = document, excerpt, folder
+    def __init__(self, document: str, excerpt: str, folder: Path, engine: str = "pdflatex"):
+        super().__init__(f"{engine} failed on {document}:\n{excerpt}")
+        self.document, self.excerpt, self.folder, self.engine = document, excerpt, folder, engine
 
 
 class SplitError(Exception):
@@ -60,19 +65,32 @@ class Compiled:
 
 
 def build_pdfs(sources: dict[str, str], folder: Path, questions: list[Paper] | None = None,
-               keys: int = 0, on_done=lambda name: None) -> dict[str, bytes]:
+               keys: int = 0, on_done=lambda name: None) -> tuple[dict[str, bytes], list[str]]:
     """questions.pdf and answers.pdf, compiled in ``folder``; given the question papers of a
     versioned run and the number of keys, also one PDF per paper (papers/) and per
-    version's key (keys/), cut from those two."""
+    version's key (keys/), cut from those two.  Also notes on characters no font had."""
     compiled = compile_pdfs(sources, folder, on_done)
     pdfs = {name: document.pdf for name, document in compiled.items()}
+    notes = [missing_note(name, paper, character, questions)
+             for name, document in compiled.items()
+             for paper, character in dict.fromkeys(missing_characters(document.log))]
     if questions is not None:
         papers = split_papers(compiled["questions.pdf"], "questions.pdf", len(questions))
         for paper, pdf in zip(questions, papers):
             pdfs[f"papers/{paper_file_name(paper)}"] = pdf
         for number, pdf in enumerate(split_papers(compiled["answers.pdf"], "answers.pdf", keys), 1):
             pdfs[f"keys/version-{number:02d}.pdf"] = pdf
-    return pdfs
+    return pdfs, notes
+
+
+def missing_note(document: str, paper: int, character: str, questions: list[Paper] | None) -> str:
+    """Which character could not be printed, and whose paper it is in."""
+    whose = ""
+    if document == "questions.pdf" and questions and 1 <= paper <= len(questions):
+        student = questions[paper - 1].student
+        whose = f", paper {paper}" + (f" ({student.name}, {student.id})" if student else "")
+    return (f"no installed font has {character!r} (U+{ord(character):04X}), in {document}{whose}: "
+            f"it is left out there; Debian's {FONT_PACKAGES} cover most scripts and emoji")
 
 
 def paper_file_name(paper: Paper) -> str:
@@ -93,27 +111,37 @@ def compile_pdfs(sources: dict[str, str], folder: Path | None = None,
     """Compile every ``name.tex`` source in ``folder`` (by default a temporary one, removed
     afterwards); return ``name.pdf`` -> its PDF and log."""
     require_tex()
-    engine = shutil.which("pdflatex")
     if folder is None:
         with tempfile.TemporaryDirectory(prefix="gen-problems-tex-") as temporary:
             return compile_pdfs(sources, Path(temporary), on_done)
     folder.mkdir(parents=True, exist_ok=True)
+    engines = {name: engine_of(text) for name, text in sources.items()}
+    if "lualatex" in engines.values() and not lualatex_ready():
+        raise TexMissing(UNICODE_HINT)
     for name, text in sources.items():
         (folder / name).write_text(text, encoding="utf-8")
-    return _run_all(engine, folder, list(sources), on_done)
+    return _run_all(engines, folder, on_done)
 
 
-def _run_all(engine: str, folder: Path, names: list[str], on_done) -> dict[str, Compiled]:
-    """Run pdflatex on every file, as many at once as there are cores."""
-    pending, running, pdfs = list(names), {}, {}
+def lualatex_ready() -> bool:
+    """LuaLaTeX and its font loader: Debian's texlive-luatex (pdflatex alone lacks them)."""
+    if shutil.which("lualatex") is None or shutil.which("kpsewhich") is None:
+        return False
+    found = subprocess.run(["kpsewhich", "luaotfload.sty"], capture_output=True, text=True)
+    return bool(found.stdout.strip())
+
+
+def _run_all(engines: dict[str, str], folder: Path, on_done) -> dict[str, Compiled]:
+    """Run each file's engine on it, as many at once as there are cores."""
+    pending, running, pdfs = list(engines), {}, {}
     limit = max(2, os.cpu_count() or 1)
     try:
         while pending or running:
             while pending and len(running) < limit:
                 name = pending.pop(0)
-                running[name] = _start(engine, folder, name)
+                running[name] = _start(shutil.which(engines[name]), folder, name)
             name, process = next(iter(running.items()))
-            _wait(process, folder / name)
+            _wait(process, folder / name, engines[name])
             del running[name]
             tex = folder / name
             pdfs[tex.with_suffix(".pdf").name] = Compiled(
@@ -135,14 +163,15 @@ def _start(engine: str, folder: Path, name: str) -> subprocess.Popen:
                                  **TEX_ENVIRONMENT})
 
 
-def _wait(process: subprocess.Popen, tex: Path) -> None:
+def _wait(process: subprocess.Popen, tex: Path, engine: str) -> None:
     try:
         code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         process.kill()
-        raise TexError(tex.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", tex.parent) from None
+        raise TexError(tex.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", tex.parent,
+                       engine) from None
     if code != 0 or not tex.with_suffix(".pdf").exists():
-        raise TexError(tex.name, log_errors(tex.with_suffix(".log")), tex.parent)
+        raise TexError(tex.name, log_errors(tex.with_suffix(".log")), tex.parent, engine)
 
 
 def log_errors(log: Path, context: int = 3) -> str:

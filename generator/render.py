@@ -25,6 +25,7 @@ from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
 from .paper import Paper
+from .typesetting import PDFLATEX, right_to_left, typesetting_for
 
 # In the repository (and an editable install) the templates are at its top; an installed
 # wheel carries them inside the package.
@@ -57,17 +58,33 @@ def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInf
 
 def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
                  user_templates: Path | None = None) -> dict[str, str]:
-    """The question papers and the answer keys as LaTeX sources, keyed by file name."""
-    return _render_pair(latex_environment(info.decimals, user_templates), "latex", "tex",
-                        questions, keys, info)
+    """The question papers and the answer keys as LaTeX sources, keyed by file name.
+
+    A document is rendered for pdflatex; when it then holds a character pdflatex cannot
+    typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
+    LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
+    environment = latex_environment(info.decimals, user_templates)
+    sources = _render_pair(environment, "latex", "tex", questions, keys, info,
+                           typesetting=PDFLATEX)
+    for name, source in sources.items():
+        typesetting = typesetting_for(source)
+        if typesetting.unicode:
+            papers = questions if name.startswith("questions") else keys
+            sources[name] = _render(environment, "latex", name, papers, info,
+                                    typesetting=typesetting)
+    return sources
 
 
-def _render_pair(environment, folder, suffix, questions, keys, info) -> dict[str, str]:
+def _render_pair(environment, folder, suffix, questions, keys, info, **extra) -> dict[str, str]:
     """Each document holds its papers one after another (one paper unless versions are asked)."""
-    return {f"{document}.{suffix}":
-            environment.get_template(f"{folder}/{document}.{suffix}.j2").render(
-                papers=papers, info=info)
+    return {f"{document}.{suffix}": _render(environment, folder, f"{document}.{suffix}", papers,
+                                            info, **extra)
             for document, papers in (("questions", questions), ("answers", keys))}
+
+
+def _render(environment, folder: str, name: str, papers, info, **extra) -> str:
+    return environment.get_template(f"{folder}/{name}.j2").render(papers=papers, info=info,
+                                                                   **extra)
 
 
 def markdown_environment(decimals: int, user_templates: Path | None = None,
@@ -181,7 +198,8 @@ def _escape_untrusted(value):
     if value is None or isinstance(value, (NoEscape, int)):
         return value
     # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
-    return NoEscape(escape_latex(str(value)).replace(r"\^{}", r"\textasciicircum{}"))
+    escaped = escape_latex(str(value)).replace(r"\^{}", r"\textasciicircum{}")
+    return NoEscape(right_to_left(escaped))  # an Arabic or Hebrew name reads right to left
 
 
 def _trusted_or_none(text: str | None):
