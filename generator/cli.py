@@ -150,9 +150,11 @@ def run(args: argparse.Namespace) -> int:
         inputs = input_files(args)
         folder.refuse_inputs_inside(inputs, OUTPUT_NAMES, OUTPUT_FOLDERS)
         info_fields = header_fields(args)
-        students = load_roster(args.students) if args.students else None
+        roster = load_roster(args.students) if args.students else None
+        students = roster.students if roster else None
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
         specs, notes = problem_sets(args, seed, students)
+        notes += roster.notes if roster else []
         sets = {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
                 for version, version_specs in specs.items()}
         drawn = not (args.spec or args.problem is not None)

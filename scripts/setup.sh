@@ -3,8 +3,10 @@
 #   - a virtual environment in .venv with the package (editable) and its test tools
 #   - PyTorch 2.13.0 CPU, for the tests' cross-check, only from a wheel already on disk:
 #     from PyPI, `pip install torch` would pull a multi-gigabyte CUDA build
-#   - TeX Live from Debian packages when pdflatex is missing (needs root or sudo)
-#   - for the tests only (FOR_TESTS=1): torch, and Debian's chromium for the browser tests
+#   - TeX Live from Debian packages when pdflatex is missing (needs root or sudo), with
+#     LuaLaTeX and Noto fonts for names in any script
+#   - for the tests only (FOR_TESTS=1): torch, Debian's chromium for the browser tests and
+#     poppler-utils for reading PDFs back
 # Sourced by scripts/run.sh and scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,6 +14,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-python3}
 VENV=.venv
 TEX_PACKAGES="texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
+# For documents holding characters pdflatex cannot typeset (names in Greek, Chinese, Arabic...)
+UNICODE_TEX_PACKAGES="texlive-luatex fonts-noto-core fonts-noto-cjk fonts-symbola fonts-noto-color-emoji"
 TORCH_WHEEL_DIR=${TORCH_WHEEL_DIR:-/opt/wheels}
 
 say() { echo "setup: $*" >&2; }
@@ -66,15 +70,23 @@ install_debian_packages() {
 }
 
 install_browser() {
-  # For the practice page's browser tests: Debian's chromium, driven by Playwright.
-  command -v chromium >/dev/null && return 0
-  install_debian_packages "chromium (for the browser tests)" chromium
+  # For the practice page's browser tests: Debian's chromium, driven by Playwright; and
+  # poppler's pdftotext, which reads names back out of the PDFs as a teacher's search would.
+  command -v chromium >/dev/null && command -v pdftotext >/dev/null && return 0
+  install_debian_packages "chromium and poppler-utils (for the tests)" chromium poppler-utils
+}
+
+tex_ready() {
+  command -v pdflatex >/dev/null && command -v lualatex >/dev/null \
+    && kpsewhich luaotfload.sty >/dev/null && command -v fc-list >/dev/null \
+    && fc-list : family | grep -q "Noto Serif CJK SC" && fc-list : family | grep -q "Symbola"
 }
 
 install_tex() {
-  command -v pdflatex >/dev/null && return 0
-  # shellcheck disable=SC2086  # the package list is meant to split into words
-  install_debian_packages "TeX Live (about 100 MB, a minute or two)" $TEX_PACKAGES
+  tex_ready && return 0
+  # shellcheck disable=SC2086  # the package lists are meant to split into words
+  install_debian_packages "TeX Live, LuaLaTeX and Noto fonts (about 300 MB, a minute or two)" \
+    $TEX_PACKAGES $UNICODE_TEX_PACKAGES
 }
 
 install_python_packages

@@ -1,0 +1,145 @@
+"""Rosters as schools export them, and names in every script printed and found in the PDFs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from generator.pdf import UNICODE_PACKAGES
+from generator.roster import load_roster
+from generator.spec import SpecError
+from generator.typesetting import PDFLATEX_RANGES, typeset_with_pdflatex, typesetting_for
+
+ROSTERS = Path(__file__).resolve().parent / "rosters"
+ROOT = ROSTERS.parent.parent
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("plain.csv", [("s001", "Ada Lovelace"), ("s002", "Smith & Jones, Sam")]),
+    ("excel-utf8-bom-crlf.csv", [("s001", "Zoë Ångström"), ("s002", "Lovelace, Ada")]),
+    ("excel-semicolon.csv", [("1001", "Müller, Jürgen"), ("1002", "Émilie Rousseau")]),
+    ("excel-cp1252.csv", [("2001", "François Lefèvre"), ("2002", "José Núñez – €")]),
+    ("moodle-participants.csv", [("s001", "Ada Lovelace"), ("s002", "Alan Turing")]),
+    ("moodle-no-id-number.csv", [("ada@uni.example", "Ada Lovelace"),
+                                 ("alan@uni.example", "Alan Turing")]),
+    ("moodle-german.csv", [("4711", "Jürgen Müller")]),
+    ("canvas-gradebook.csv", [("s001", "Lovelace, Ada"), ("s002", "Turing, Alan")]),
+])
+def test_rosters_as_exported(name, expected):
+    roster = load_roster(ROSTERS / name)
+    assert [(s.id, s.name) for s in roster.students] == expected
+
+
+def test_a_roster_that_is_not_utf8_says_which_encoding_was_assumed():
+    assert load_roster(ROSTERS / "plain.csv").notes == []
+    [note] = load_roster(ROSTERS / "excel-cp1252.csv").notes
+    assert "excel-cp1252.csv is not UTF-8: read it as Windows-1252 (cp1252)" in note
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("no-usable-columns.csv", "no column for the students' ids (found 'Klasse', 'Note'; "
+                              "expected id and name, or a Moodle or Canvas export's columns)"),
+    ("duplicate-ids.csv", "student id 's1' is on line 2 and on line 4"),
+])
+def test_rosters_that_cannot_be_used_say_why_in_one_line(name, expected):
+    with pytest.raises(SpecError, match=expected.replace("(", r"\(").replace(")", r"\)")) as error:
+        load_roster(ROSTERS / name)
+    assert "\n" not in str(error.value)
+
+
+def test_the_teachers_link_from_paper_to_student_is_in_problems_json(tmp_path, run_cli):
+    out = tmp_path / "out"
+    assert run_cli("--count", 1, "--students", ROSTERS / "canvas-gradebook.csv", "--versions", 2,
+                   "--out", out)[0] == 0
+    papers = json.loads((out / "problems.json").read_text())["papers"]
+    assert [(p["student_id"], p["name"], p["version"]) for p in papers] == [
+        ("s001", "Lovelace, Ada", 1), ("s002", "Turing, Alan", 2)]
+
+
+# -- which engine ---------------------------------------------------------------------------
+
+def test_ascii_and_western_european_text_stays_on_pdflatex():
+    assert typesetting_for("Zoë Ångström, Dvořák Łukasz, Smith & Jones – 20 €").engine == "pdflatex"
+    for text in ("Σ", "Анна", "王", "محمد", "अ", "😀", "Nguyễn"):
+        assert typesetting_for(text).engine == "lualatex", text
+
+
+def test_every_character_pdflatex_is_trusted_with_compiles_there(tmp_path):
+    """The pdflatex set is TeX Live's own T1/TS1 list: prove it by typesetting all of it."""
+    characters = "".join(chr(code) for low, high in PDFLATEX_RANGES for code in range(low, high + 1)
+                         if chr(code).isprintable() and chr(code) not in "\\{}$&#^_%~")
+    assert all(typeset_with_pdflatex(c) for c in characters)
+    (tmp_path / "all.tex").write_text(
+        "\\documentclass{article}\\usepackage[T1]{fontenc}\\usepackage{lmodern}\n"
+        "\\begin{document}\n" + characters + "\n\\end{document}\n", encoding="utf-8")
+    done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "all.tex"],
+                          cwd=tmp_path, capture_output=True, text=True, errors="replace")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "Missing character" not in (tmp_path / "all.log").read_text(errors="replace")
+
+
+def test_setup_installs_what_the_tool_asks_for():
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert f'UNICODE_TEX_PACKAGES="{UNICODE_PACKAGES}"' in setup
+
+
+# -- a real international class ---------------------------------------------------------------
+
+TITLE = "Übung 3 — Aufmerksamkeit (Σ, ½)"
+
+
+def pdf_text(path: Path) -> str:
+    text = subprocess.run(["pdftotext", path, "-"], capture_output=True, text=True, check=True).stdout
+    return unicodedata.normalize("NFC", " ".join(text.split()))
+
+
+@pytest.fixture(scope="module")
+def international_class(tmp_path_factory):
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is installed by scripts/test.sh")
+    out = tmp_path_factory.mktemp("intl") / "out"
+    done = subprocess.run([".venv/bin/gen-problems", "--count", "2", "--students",
+                           ROSTERS / "international.csv", "--pdf", "--title", TITLE, "--out", out],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return out, done.stderr
+
+
+def test_every_name_is_found_as_written_in_the_combined_pdf_and_in_its_own_paper(international_class):
+    out, _ = international_class
+    whole = pdf_text(out / "questions.pdf")
+    students = load_roster(ROSTERS / "international.csv").students
+    papers = sorted((out / "papers").iterdir())
+    assert len(papers) == len(students) == 12
+    for student, paper in zip(students, papers):
+        name = unicodedata.normalize("NFC", student.name)
+        assert name in whole, name
+        assert f"Name: {name}" in pdf_text(paper).replace("\u202b", "").replace("\u202c", ""), name
+        assert TITLE in pdf_text(paper)
+
+
+def test_the_international_documents_use_lualatex_and_the_key_keeps_its_title(international_class):
+    out, err = international_class
+    assert (out / "questions.tex").read_text().startswith("% !TEX program = lualatex\n")
+    assert (out / "answers.tex").read_text().startswith("% !TEX program = lualatex\n")  # the Σ
+    assert TITLE in pdf_text(out / "answers.pdf")
+    assert "no installed font" not in err
+
+
+def test_a_latin_class_stays_on_pdflatex(tmp_path, run_cli):
+    assert run_cli("--count", 1, "--students", ROSTERS / "excel-cp1252.csv", "--out", tmp_path)[0] == 0
+    assert (tmp_path / "questions.tex").read_text().startswith("\\documentclass")
+
+
+def test_a_character_no_font_has_is_named_with_its_student(tmp_path, run_cli):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\na1,Ann\nb2,Bob \U0001E290 Toto\n")  # Unicode 14's Toto script
+    code, _, err = run_cli("--count", 1, "--students", roster, "--pdf", "--out", tmp_path / "o")
+    assert code == 0, err
+    assert "no installed font has" in err and "U+1E290" in err and "paper 2 (Bob" in err
+    assert len(list((tmp_path / "o" / "papers").iterdir())) == 2  # every paper is still written
