@@ -7,7 +7,8 @@
     .tex files that run wrote, both at once; and a/b.
 Then 200 problems with --pdf, 1,000 medium and 1,000 hard without, and 200
 versions of a 3-problem paper with --pdf (one TeX run per document, then split),
-each with its peak memory (max RSS).
+each with its peak memory (max RSS). Last, a class of 30 with Latin names (pdflatex)
+against a class of 30 with names in a dozen scripts (LuaLaTeX), and their ratio.
 """
 
 from __future__ import annotations
@@ -55,6 +56,31 @@ def tex_floor(tex_folder: Path) -> float:
                      cwd=Path(scratch))[0]
 
 
+LATIN_NAMES = ["Ada Lovelace", "Zoë Ångström", "Jürgen Müller", "Dvořák Łukasz", "José Núñez"]
+WORLD_NAMES = ["Nguyễn Thị Minh Khai", "Αλέξανδρος Παπαδόπουλος", "Анна Каренина", "王小明",
+               "山田 太郎", "김민준", "محمد علي", "अर्जुन शर्मा", "דוד לוי", "Zoë Ångström"]
+
+
+def roster(folder: Path, names: list[str], size: int = 30) -> Path:
+    path = folder / f"roster-{len(names)}.csv"
+    rows = [f"s{i:03d},{names[i % len(names)]} {i}" for i in range(size)]
+    path.write_text("id,name\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def classes(work: Path, repeat: int) -> None:
+    """The same 3-problem paper for 30 students: Latin names, then names in every script."""
+    medians = {}
+    for label, names in (("Latin", LATIN_NAMES), ("international", WORLD_NAMES)):
+        students = str(roster(work, names))
+        generate(work / "class", 3, True, 1, "--students", students)  # warm font caches
+        medians[label] = statistics.median(
+            generate(work / "class", 3, True, 1, "--students", students)[0] for _ in range(repeat))
+        print(f"    30 students, {label + ' names,':22s} --pdf      {medians[label]:6.2f} s")
+    print(f"    international / Latin                            "
+          f"{medians['international'] / medians['Latin']:6.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure; the median is shown")
@@ -74,6 +100,7 @@ def main() -> None:
             seconds, peak = generate(Path(work) / "big", count, pdf, 1, *extra)
             label = f"gen-problems --count {count}{' --pdf' if pdf else ''} {' '.join(extra)}"
             print(f"    {label:48s}{seconds:6.2f} s   peak {peak} MB")
+        classes(Path(work), repeat)
 
 
 if __name__ == "__main__":

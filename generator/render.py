@@ -14,6 +14,7 @@ template can read the values it is given and call the filters, nothing more
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -127,6 +128,9 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
     return environment
 
 
+SANDBOX_KEY = "immutable-sandbox"
+
+
 class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """Jinja's immutable sandbox, with its verdict on an attribute remembered per (type, name):
     the verdict depends on nothing else, and asking it afresh for every attribute a template
@@ -135,6 +139,7 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._safe: dict[tuple[type, str], bool] = {}
+        self._plain_data: set[tuple[type, str]] = set()  # safe, and read as a value, not a method
 
     def is_safe_attribute(self, obj, attr: str, value) -> bool:
         key = (type(obj), attr)
@@ -142,9 +147,28 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
             self._safe[key] = super().is_safe_attribute(obj, attr, value)
         return self._safe[key]
 
+    def getattr(self, obj, attribute: str):
+        """A step's ``.entries`` or a number's ``.value`` is read thousands of times: once the
+        sandbox has passed it as safe plain data, it is read directly (a method, such as a
+        str.format the sandbox must wrap, always takes the full path)."""
+        key = (type(obj), attribute)
+        if key in self._plain_data:
+            return builtins.getattr(obj, attribute)
+        value = super().getattr(obj, attribute)
+        if (self._safe.get(key) and not callable(value)
+                and not isinstance(value, jinja2.runtime.Undefined)):
+            self._plain_data.add(key)
+        return value
+
 
 class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
-    """A cache that never fails a run: a full or unwritable temp folder only costs speed."""
+    """A cache that never fails a run: a full or unwritable cache folder only costs speed.
+
+    Its keys name the sandbox: Jinja keys compiled templates by their source alone, and code
+    compiled outside the sandbox calls functions without the sandbox's checks."""
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return super().get_cache_key(f"{SANDBOX_KEY}:{name}", filename)
 
     def dump_bytecode(self, bucket) -> None:
         try:

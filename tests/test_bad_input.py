@@ -275,3 +275,19 @@ def test_a_paper_template_that_breaks_the_split_is_reported(tmp_path, run_cli):
     assert code == 1 and err.count("\n") == 1
     assert "2 papers, but the TeX log marks 0 paper starts" in err
     assert folder_files(out) == before  # the earlier papers are all still there
+
+
+def test_bytecode_compiled_outside_the_sandbox_is_never_loaded_into_it(tmp_path):
+    """Jinja keys its cache by the template's source; ours names the sandbox as well."""
+    import jinja2
+
+    from generator.render import QuietBytecodeCache, make_environment
+    (tmp_path / "t.j2").write_text("{{ x }}")
+    (tmp_path / "cache").mkdir()
+    cache = QuietBytecodeCache(str(tmp_path / "cache"))
+    plain = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path)),
+                               bytecode_cache=jinja2.FileSystemBytecodeCache(str(tmp_path / "cache")))
+    plain.get_template("t.j2")  # bytecode of an unsandboxed environment, in the same folder
+    assert cache.get_cache_key("t.j2", str(tmp_path / "t.j2")) != \
+        plain.bytecode_cache.get_cache_key("t.j2", str(tmp_path / "t.j2"))
+    assert make_environment(None).bytecode_cache.get_cache_key("x") == cache.get_cache_key("x")
