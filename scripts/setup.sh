@@ -78,8 +78,10 @@ install_browser() {
 
 tex_ready() {
   command -v pdflatex >/dev/null && command -v lualatex >/dev/null \
-    && kpsewhich luaotfload.sty >/dev/null && command -v fc-list >/dev/null \
-    && fc-list : family | grep -q "Noto Serif CJK SC" && fc-list : family | grep -q "Symbola"
+    && kpsewhich luaotfload.sty >/dev/null && command -v fc-list >/dev/null || return 1
+  local families  # read whole: `fc-list | grep -q` fails under pipefail when grep stops early
+  families=$(fc-list : family)
+  [[ $families == *"Noto Serif CJK SC"* && $families == *"Symbola"* ]]
 }
 
 install_tex() {

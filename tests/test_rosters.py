@@ -143,3 +143,13 @@ def test_a_character_no_font_has_is_named_with_its_student(tmp_path, run_cli):
     assert code == 0, err
     assert "no installed font has" in err and "U+1E290" in err and "paper 2 (Bob" in err
     assert len(list((tmp_path / "o" / "papers").iterdir())) == 2  # every paper is still written
+
+
+def test_a_spec_title_in_another_script_is_typeset_too(tmp_path, run_cli):
+    spec = tmp_path / "mine.toml"
+    spec.write_text('title = "Внимание: задача 1 (注意力)"\nX = [[1, 0], [0, 1]]\n'
+                    'W_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, 2]]\nW_V = [[1, 0], [0, 1]]\n')
+    assert run_cli("--spec", spec, "--pdf", "--out", tmp_path / "o")[0] == 0
+    assert (tmp_path / "o" / "answers.tex").read_text().startswith("% !TEX program = lualatex\n")
+    if shutil.which("pdftotext"):
+        assert "Внимание: задача 1 (注意力)" in pdf_text(tmp_path / "o" / "answers.pdf")
