@@ -13,11 +13,13 @@ import argparse
 import contextlib
 import gc
 import os
+import re
 import secrets
 import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import jinja2
@@ -34,11 +36,14 @@ from .roster import MAX_STUDENTS, load_roster
 from .web import render_moodle, render_practice
 from .sampling import (EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, difficulty_of, draw_options,
                        drawable_types, sample_problem, sample_set)
-from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_spec_file, parse_toml,
-                   read_user_file)
+from .exam_key import load_or_create_key
+from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_recorded_problem, load_spec_file,
+                   parse_toml, read_user_file)
 
 MAX_COUNT = 2000
+DEFAULT_COUNT = 20
 MAX_SEED = 10**18
+EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
 MAX_DECIMALS = 10
 DEFAULT_DECIMALS = 4
 MAX_HEADER_TEXT = 500
@@ -78,12 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how many random problems to draw (default 20)")
     source.add_argument("--seed", type=int, metavar="S",
                         help="seed of the random draw; the same seed gives the same set")
-    source.add_argument("--problem", metavar="ID",
-                        help="draw again the one problem with this id (e.g. M42-7), same options")
+    source.add_argument("--problem", metavar="CODE",
+                        help="set again the one problem with this code or id, from the exam's "
+                             "record (--record), or a practice id such as M42-7")
+    source.add_argument("--record", type=Path, metavar="FILE",
+                        help="with --problem: the problems.json of the run it came from")
     source.add_argument("--versions", type=int, metavar="N",
                         help="N different versions of the set, each with its own key")
     source.add_argument("--students", type=Path, metavar="CSV",
                         help="a roster (columns id, name): one named paper per student")
+    source.add_argument("--practice", action="store_true",
+                        help="a practice set: readable ids (M42-7) and the seed on the papers, "
+                             "so anyone can draw it again; without it papers show only codes")
+    source.add_argument("--key-file", type=Path, metavar="FILE",
+                        help="the exam key that seeds exams' draws (default: made on first use "
+                             "in ~/.config/gen-problems/exam.key)")
     draw = parser.add_argument_group("what random problems look like (a preset, then overrides)")
     draw.add_argument("--difficulty", choices=list(PRESETS),
                       help="easy: 2 one-hot tokens; medium: 3 tokens, small integers, d_k = 4; "
@@ -218,7 +232,7 @@ def print_to_terminal(args, documents: dict) -> None:
 
 def input_files(args) -> list[Path]:
     """The files a run reads; none may be among the files it writes."""
-    named = [args.spec, args.students, args.config]
+    named = [args.spec, args.students, args.config, args.record, args.key_file]
     templates = list(args.templates.rglob("*")) if args.templates and args.templates.is_dir() else []
     return [Path(path) for path in named if path is not None] + templates
 
@@ -260,9 +274,11 @@ def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]
     and notes for the teacher on what the mix left out."""
     if args.spec:
         return {1: load_spec_file(Path(args.spec))}, []
+    if args.record:
+        return {1: [load_recorded_problem(args.record, args.problem)]}, []
     versions = args.versions or (len(students) if students else 1)
-    if versions * (args.count or 20) > MAX_TOTAL_PROBLEMS:
-        raise UsageError(f"{versions} versions of {args.count or 20} problems is more than "
+    if versions * problem_count(args) > MAX_TOTAL_PROBLEMS:
+        raise UsageError(f"{versions} versions of {problem_count(args)} problems is more than "
                          f"{MAX_TOTAL_PROBLEMS} problems in one run")
     options, types, skipped = draw_plan(args)
     notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
@@ -292,25 +308,42 @@ def comma_list(allowed: tuple[str, ...], what: str):
     return parse
 
 
+def problem_count(args: argparse.Namespace) -> int:
+    """--count, or a list of types read as "these problems, in this order" (default 20)."""
+    listed = len(args.types or ())
+    if args.count is None:
+        return listed if listed > 1 else DEFAULT_COUNT
+    if listed > 1 and args.count % listed:
+        raise UsageError(f"--types lists {listed} problems and --count repeats that list, so "
+                         f"--count must be {listed}, {2 * listed}, {3 * listed}, ...; got {args.count}")
+    return args.count
+
+
 def draw_plan(args: argparse.Namespace):
     """The draw options, the types taken in turn, and the types left out (with why)."""
     difficulty = args.difficulty or (difficulty_of(args.problem) if args.problem else None)
     options = draw_options(difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
                            d_model=args.d_model, d_k=args.dk, d_v=args.dv,
                            embeddings=args.embeddings, weights=args.weights, mask=args.mask)
+    if not (args.practice or args.problem is not None):  # an exam: its draws are the teacher's
+        options = replace(options, secret=load_or_create_key(args.key_file))
     return (options, *drawable_types(args.types or QUESTION_TYPES, options, bool(args.types)))
 
 
 def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -> list[ProblemSpec]:
     if args.problem is not None:
         return [sample_problem(options, args.problem, types)]
-    return sample_set(options, seed, args.count or 20, version, types)
+    return sample_set(options, seed, problem_count(args), version, types)
 
 
 def draw_command(args: argparse.Namespace, seed: int) -> str:
     """The options that fix a random set, so the documents can say how to draw it again."""
-    words = [f"--seed {seed}", f"--count {args.count or 20}",
+    words = [f"--seed {seed}", f"--count {problem_count(args)}",
              f"--difficulty {args.difficulty or 'medium'}"]
+    if args.practice:
+        words.append("--practice")
+    elif args.key_file:
+        words.append(f"--key-file {args.key_file}")
     if args.tokens:
         words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
     for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
@@ -365,17 +398,28 @@ def check_options(args: argparse.Namespace) -> None:
     """Options that cannot work together, or values out of range: refused, never ignored."""
     given = lambda name: getattr(args, name) is not None  # noqa: E731
     if args.spec:
-        clash = [name for name in ("count", "seed", "problem", "versions", *DRAW_OPTIONS)
-                 if given(name)]
+        clash = [name for name in ("count", "seed", "problem", "versions", "key_file", *DRAW_OPTIONS)
+                 if given(name)] + (["practice"] if args.practice else [])
         if clash:
             raise UsageError(f"--spec solves the file's problems as written; it takes no "
                              f"--{clash[0].replace('_', '-')}")
+    if args.record and args.problem is None:
+        raise UsageError("--record goes with --problem CODE: it names the run the problem came from")
+    if args.practice and args.key_file:
+        raise UsageError("--practice draws without the exam key; it takes no --key-file")
     if args.problem is not None:
         if not args.problem.strip():
             raise UsageError("--problem needs an id, such as M42-7")
+        if EXAM_CODE.match(args.problem.strip()) and not args.record:
+            raise UsageError(f"--problem {args.problem.strip()} is an exam's code: only its record "
+                             f"can set it again; add --record with that run's problems.json")
         if given("count") or given("seed") or given("versions") or args.students:
             raise UsageError("--problem ID draws one problem named by its id; it takes no "
                              "--count, --seed, --versions or --students")
+        clash = [name for name in (*DRAW_OPTIONS, "key_file") if given(name)]
+        if args.record and clash:
+            raise UsageError(f"--record sets the problem exactly as it was set; it takes no "
+                             f"--{clash[0].replace('_', '-')}")
     for name, low, high in (("versions", 1, MAX_STUDENTS), ("count", 1, MAX_COUNT),
                             ("seed", 0, MAX_SEED), ("decimals", 0, MAX_DECIMALS)):
         value = getattr(args, name)

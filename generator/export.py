@@ -27,12 +27,15 @@ SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
 
 def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
                   papers: list[Paper] | None = None) -> str:
-    """Every problem of every version; with versions or a roster, also who sits which version."""
+    """Every problem of every version; with versions or a roster, also who sits which version.
+    It is the teacher's record: `gen-problems --problem CODE --record problems.json` sets
+    any one of its problems again, exactly."""
     document = {
         "seed": info.seed,
         "decimals": info.decimals,
-        "problems": [problem_record(question, version)
-                     for version, questions in sorted(sets.items()) for question in questions],
+        "problems": [problem_record(question, version, number)
+                     for version, questions in sorted(sets.items())
+                     for number, question in enumerate(questions, start=1)],
     }
     if papers is not None:
         document["papers"] = [paper_record(paper) for paper in papers]
@@ -41,12 +44,13 @@ def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
     return SCALAR_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
 
 
-def problem_record(question: Question, version: int = 1) -> dict:
+def problem_record(question: Question, version: int = 1, number: int = 1) -> dict:
     spec = question.spec
     steps = question.named_steps()
     record = {
         "id": spec.id,
         "version": version,
+        "number": spec.number or number,  # a problem set again alone keeps its number
         "type": question.kind,
         "seed": spec.seed,
         "spec": spec_record(spec),

@@ -54,7 +54,9 @@ class Paper:
 
 
 def lay_out(questions: list[Question]) -> tuple[ExamProblem, ...]:
-    return tuple(ExamProblem(number, q) for number, q in enumerate(questions, start=1))
+    """Numbered 1, 2, ... in order; a problem drawn again alone keeps the number it had."""
+    return tuple(ExamProblem(q.spec.number if len(questions) == 1 and q.spec.number else number, q)
+                 for number, q in enumerate(questions, start=1))
 
 
 def question_papers(sets: dict[int, list[Question]], students: list[Student] | None) -> list[Paper]:

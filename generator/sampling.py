@@ -13,11 +13,12 @@ with the same options.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import sympy
 
+from .exam_key import problem_code, seed_words
 from .spec import HEADS, MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
 from .worthiness import (Candidate, clear_top_tokens, heads_are_readable, is_exam_worthy,
                          visible_mistakes)
@@ -41,6 +42,9 @@ class DrawOptions:
     weights: str
     mask: str
     decimals: int = 4
+    # An exam's secret (exam_key): its draws are seeded from it too and its problems carry
+    # opaque codes; empty for a practice set, whose readable ids say how to draw it again.
+    secret: bytes = field(default=b"", repr=False)
 
 
 PRESETS = {
@@ -112,8 +116,9 @@ def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
         kind = types[(index - 1) % len(types)]
         candidate, params = _first_worthy(options_for(kind, options), seed, version, index, seen, kind)
         seen.add(candidate.identity)
-        spec = candidate_spec(candidate, problem_id(options, seed, version, index), seed)
-        specs.append(replace(spec, question=kind, **params))
+        spec = candidate_spec(candidate, problem_id(options, seed, version, index, kind),
+                              None if options.secret else seed)
+        specs.append(replace(spec, question=kind, number=index, **params))
     return specs
 
 
@@ -136,9 +141,14 @@ def options_for(kind: str, options: DrawOptions) -> DrawOptions:
     return replace(options, mask="none")
 
 
-def problem_id(options: DrawOptions, seed: int, version: int, index: int) -> str:
+def problem_id(options: DrawOptions, seed: int, version: int, index: int, kind: str = "full") -> str:
+    """M42-7 (problem 7 of the medium set drawn with seed 42; M42v3-7 in version 3); for an
+    exam, an opaque code of all that drew it, which only the teacher's record maps back."""
     letter = options.difficulty[0].upper()
-    return f"{letter}{seed}-{index}" if version == 1 else f"{letter}{seed}v{version}-{index}"
+    readable = f"{letter}{seed}-{index}" if version == 1 else f"{letter}{seed}v{version}-{index}"
+    if not options.secret:
+        return readable
+    return problem_code(options.secret, f"{readable}:{kind}:{replace(options, secret=b'')!r}")
 
 
 PROBLEM_ID = re.compile(r"^([EMH])(\d+)(?:v(\d+))?-(\d+)$")
@@ -167,7 +177,7 @@ def difficulty_of(problem: str) -> str | None:
 
 def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate, dict]:
     for attempt in range(MAX_ATTEMPTS):
-        rng = np.random.default_rng([seed, version, index, attempt])
+        rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection=kind == "heads")
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
                                                              options.decimals):

@@ -59,6 +59,7 @@ class ProblemSpec:
     row: int | None = None  # row: which query's scores (0-based); concept: which token
     mistake: str | None = None  # mistake: which of MISTAKE_NAMES the worked solution makes
     swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
+    number: int | None = None  # its number on the paper, kept when it is drawn again alone
 
     @property
     def from_embeddings(self) -> bool:
@@ -94,6 +95,23 @@ def load_spec_file(path: Path) -> list[ProblemSpec]:
         raise SpecError(f"{path}: {len(records)} problems; at most {MAX_PROBLEMS} in one file")
     return [spec_from_record(record, f"{path.stem}-{index}", _where(path, index, len(records)))
             for index, record in enumerate(records, start=1)]
+
+
+def load_recorded_problem(path: Path, problem_id: str) -> ProblemSpec:
+    """One problem of a run's record (its problems.json), exactly as it was set: type,
+    matrices, options and number."""
+    document = _parse(json.loads, read_user_file(path, "a problems.json record"), path, "JSON")
+    problems = document.get("problems") if isinstance(document, dict) else None
+    if not isinstance(problems, list):
+        raise SpecError(f"{path}: not a problems.json that gen-problems wrote")
+    wanted = problem_id.strip().upper()
+    for record in problems:
+        if isinstance(record, dict) and str(record.get("id", "")).upper() == wanted:
+            spec = spec_from_record(record.get("spec"), record["id"], f"{path}, problem {record['id']}")
+            number = record.get("number")
+            return replace(spec, number=number if isinstance(number, int) else None,
+                           seed=record.get("seed") if isinstance(record.get("seed"), int) else None)
+    raise SpecError(f"{path}: no problem {problem_id} in this record")
 
 
 def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> ProblemSpec:

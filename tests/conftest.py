@@ -52,6 +52,14 @@ def render(renderer, questions, info=None):
     return renderer(question_papers(sets, None), answer_keys(sets), info or DocumentInfo())
 
 
+def pytest_configure(config):
+    """One exam key for the whole session, in a folder of its own (never the user's own key):
+    exams drawn twice with one seed are the same, as they are for one teacher."""
+    import os
+    import tempfile
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="gen-problems-test-config-")
+
+
 def folder_files(folder: Path) -> dict[str, bytes]:
     """Every file under a folder (the tool's own state included), by relative path."""
     return {path.relative_to(folder).as_posix(): path.read_bytes()

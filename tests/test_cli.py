@@ -72,7 +72,7 @@ def test_the_json_spec_can_be_solved_again(tmp_path, run_cli):
 
 def test_random_set_is_reproducible_byte_for_byte(tmp_path, run_cli):
     for folder in ("a", "b"):
-        code, _, err = run_cli("--count", 5, "--seed", 7, "--out", tmp_path / folder)
+        code, _, err = run_cli("--count", 5, "--seed", 7, "--practice", "--out", tmp_path / folder)
         assert code == 0, err
         assert "(seed 7)" in err
     for name in ("problems.json", "questions.md", "answers.md"):

@@ -210,7 +210,7 @@ def test_two_runs_at_once_leave_one_whole_set(tmp_path):
     out = tmp_path / "out"
     for attempt in range(3):
         runs = [subprocess.Popen([sys.executable, "-m", "generator.cli", "--count", "20",
-                                  "--seed", str(seed), "--out", str(out)], cwd=ROOT,
+                                  "--seed", str(seed), "--practice", "--out", str(out)], cwd=ROOT,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 for seed in (10 + attempt, 20 + attempt)]
         assert [run.wait(timeout=120) for run in runs] == [0, 0]
@@ -276,7 +276,7 @@ def test_a_closed_or_broken_stdout_ends_quietly_after_the_files_are_written(tmp_
     assert closed.returncode == 141 and closed.stderr == ""
     assert (out / "problems.json").exists()
     # A reader that is gone before the JSON comes (`| head -1` after its line is the same).
-    piped = subprocess.run(f"{sys.executable} -m generator.cli --count 50 --format json "
+    piped = subprocess.run(f"{sys.executable} -m generator.cli --count 50 --format json --practice "
                            f"--out {out} | true; exit ${{PIPESTATUS[0]}}", shell=True,
                            executable="/bin/bash", cwd=ROOT, capture_output=True, text=True,
                            timeout=120)

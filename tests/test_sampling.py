@@ -100,7 +100,7 @@ def test_a_problem_does_not_depend_on_the_count_or_later_problems():
 
 
 def test_problem_id_regenerates_a_problem_from_a_twenty_problem_set(tmp_path, run_cli):
-    assert run_cli("--count", "20", "--seed", "99", "--out", tmp_path / "set")[0] == 0
+    assert run_cli("--count", "20", "--seed", "99", "--practice", "--out", tmp_path / "set")[0] == 0
     problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
     assert problems[12]["id"] == "M99-13"
     assert run_cli("--problem", "M99-13", "--out", tmp_path / "one")[0] == 0
@@ -139,9 +139,9 @@ def test_exact_inputs_are_exactly_the_drawn_numbers():
 
 
 def test_the_printed_redraw_command_and_the_id_reproduce_a_draw_at_other_decimals(tmp_path, run_cli):
-    assert run_cli("--count", 5, "--seed", 3, "--decimals", 2, "--out", tmp_path / "set")[0] == 0
+    assert run_cli("--count", 5, "--seed", 3, "--decimals", 2, "--practice", "--out", tmp_path / "set")[0] == 0
     key = (tmp_path / "set" / "answers.md").read_text()
-    assert "gen-problems --seed 3 --count 5 --difficulty medium --decimals 2" in key
+    assert "gen-problems --seed 3 --count 5 --difficulty medium --practice --decimals 2" in key
     problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
     assert run_cli("--problem", "M3-5", "--decimals", 2, "--out", tmp_path / "one")[0] == 0
     [again] = json.loads((tmp_path / "one" / "problems.json").read_text())["problems"]
@@ -152,7 +152,7 @@ def test_the_printed_redraw_command_and_the_id_reproduce_a_draw_at_other_decimal
 
 
 def test_an_id_alone_names_its_difficulty(tmp_path, run_cli):
-    assert run_cli("--count", 2, "--seed", 8, "--difficulty", "hard", "--out", tmp_path / "set")[0] == 0
+    assert run_cli("--count", 2, "--seed", 8, "--difficulty", "hard", "--practice", "--out", tmp_path / "set")[0] == 0
     problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
     assert run_cli("--problem", "H8-2", "--out", tmp_path / "one")[0] == 0
     [again] = json.loads((tmp_path / "one" / "problems.json").read_text())["problems"]

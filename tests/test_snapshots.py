@@ -14,11 +14,11 @@ SNAPSHOTS = Path(__file__).parent / "snapshots"
 EXAMPLES = Path(__file__).parents[1] / "examples"
 RUNS = {
     "worked-example": ["--spec", str(EXAMPLES / "worked-example.toml")],
-    "seed-7": ["--count", "2", "--seed", "7"],
+    "seed-7": ["--count", "2", "--seed", "7", "--practice"],
     "module05-causal": ["--spec", str(SNAPSHOTS / "module05-causal.json")],
     # one problem of each question type, in the order --types takes them by default
-    "every-type": ["--count", "7", "--seed", "42", "--format", "moodle,html"],
-    "every-type-hard": ["--count", "7", "--seed", "5", "--difficulty", "hard"],
+    "every-type": ["--count", "7", "--seed", "42", "--format", "moodle,html", "--practice"],
+    "every-type-hard": ["--count", "7", "--seed", "5", "--difficulty", "hard", "--practice"],
 }
 FILES = ("questions.tex", "answers.tex", "questions.md", "answers.md", "problems.json",
          "moodle.xml", "practice.html")

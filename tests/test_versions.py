@@ -24,7 +24,7 @@ def class_run(tmp_path_factory):
     (folder / "roster.csv").write_text(ROSTER)
     out = folder / "out"
     args = ["--count", "2", "--seed", "8", "--students", str(folder / "roster.csv"),
-            "--versions", "2", "--out", str(out)]
+            "--versions", "2", "--practice", "--out", str(out)]
     if shutil.which("pdflatex"):
         args.append("--pdf")
     assert main(args) == 0
@@ -73,7 +73,7 @@ def test_fewer_students_next_time_removes_the_old_papers(class_run, tmp_path, ru
 
 
 def test_versions_without_a_roster(tmp_path, run_cli):
-    assert run_cli("--count", "3", "--seed", "4", "--versions", "3", "--difficulty", "hard",
+    assert run_cli("--count", "3", "--seed", "4", "--versions", "3", "--difficulty", "hard", "--practice",
                    "--out", tmp_path)[0] == 0
     document = json.loads((tmp_path / "problems.json").read_text())
     assert [p["student_id"] for p in document["papers"]] == [None, None, None]

@@ -24,7 +24,7 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-q
 def web_run(tmp_path_factory):
     from generator.cli import main
     out = tmp_path_factory.mktemp("web") / "out"
-    assert main(["--count", "7", "--seed", "42", "--format", "html,moodle", "--out", str(out)]) == 0
+    assert main(["--count", "7", "--seed", "42", "--format", "html,moodle", "--practice", "--out", str(out)]) == 0
     return out
 
 
@@ -156,7 +156,7 @@ def test_moodle_escapes_user_text(tmp_path, run_cli):
 
 
 def test_versions_give_a_page_and_a_category_each(tmp_path, run_cli):
-    assert run_cli("--count", "2", "--seed", "3", "--versions", "2", "--format", "html,moodle",
+    assert run_cli("--count", "2", "--seed", "3", "--versions", "2", "--format", "html,moodle", "--practice",
                    "--out", tmp_path)[0] == 0
     assert sorted(p.name for p in (tmp_path / "practice").iterdir()) == ["version-01.html", "version-02.html"]
     root = ElementTree.parse(tmp_path / "moodle.xml").getroot()

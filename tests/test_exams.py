@@ -1,0 +1,125 @@
+"""Graded exams: papers that do not give away their keys, problems set again exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from generator.exam_key import load_or_create_key
+
+ALL_TYPES = "full,row,mistake,permute,masked,heads,concept"
+
+
+def record(out) -> dict:
+    return json.loads((out / "problems.json").read_text())
+
+
+def codes_on(paper_text: str) -> list[str]:
+    return re.findall(r"Problem id `([^`]+)`", paper_text)
+
+
+def test_an_exam_paper_shows_opaque_codes_and_no_seed(tmp_path, run_cli):
+    assert run_cli("--count", 3, "--seed", 987654, "--out", tmp_path)[0] == 0
+    sheet = (tmp_path / "questions.md").read_text() + (tmp_path / "questions.tex").read_text()
+    codes = codes_on((tmp_path / "questions.md").read_text())
+    assert len(codes) == 3 and all(re.fullmatch(r"[A-Z2-7]{4}-[A-Z2-7]{4}", c) for c in codes)
+    assert "987654" not in sheet  # neither the seed nor an id made from it
+
+
+def test_the_printed_code_does_not_rebuild_the_key_without_the_teachers_secret(tmp_path, run_cli,
+                                                                               monkeypatch):
+    exam = tmp_path / "exam"
+    assert run_cli("--count", 3, "--seed", 7, "--out", exam)[0] == 0
+    code = codes_on((exam / "questions.md").read_text())[1]
+    # A student with the public tool and the code alone gets nothing ...
+    failed, _, err = run_cli("--problem", code, "--out", tmp_path / "student")
+    assert failed == 2 and "exam's code" in err and "--record" in err
+    # ... and guessing the seed does not help without the teacher's key.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "student-config"))
+    assert run_cli("--count", 3, "--seed", 7, "--out", tmp_path / "guess")[0] == 0
+    theirs = [p["spec"] for p in record(tmp_path / "guess")["problems"]]
+    assert all(p["spec"] not in theirs for p in record(exam)["problems"])
+    assert run_cli("--count", 3, "--seed", 7, "--practice", "--out", tmp_path / "practice")[0] == 0
+    practice = [p["spec"] for p in record(tmp_path / "practice")["problems"]]
+    assert all(p["spec"] not in practice for p in record(exam)["problems"])
+
+
+def test_the_teachers_key_draws_the_same_exam_again_anywhere(tmp_path, run_cli, monkeypatch):
+    key = tmp_path / "course.key"
+    assert run_cli("--count", 3, "--seed", 7, "--key-file", key, "--out", tmp_path / "a")[0] == 0
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and len(load_or_create_key(key)) == 32
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "another-machine"))
+    assert run_cli("--count", 3, "--seed", 7, "--key-file", key, "--out", tmp_path / "b")[0] == 0
+    assert record(tmp_path / "a")["problems"] == record(tmp_path / "b")["problems"]
+    assert f"--key-file {key}" in (tmp_path / "a" / "answers.md").read_text()
+
+
+@pytest.mark.parametrize("difficulty, types", [
+    ("easy", "full,row,mistake,permute,masked,concept"),  # heads cannot be drawn at easy
+    ("medium", ALL_TYPES), ("hard", ALL_TYPES)])
+def test_every_type_is_set_again_exactly_from_its_code_and_the_record(tmp_path, run_cli,
+                                                                       difficulty, types):
+    exam = tmp_path / "exam"
+    assert run_cli("--types", types, "--difficulty", difficulty, "--seed", 3, "--out", exam)[0] == 0
+    problems = record(exam)["problems"]
+    assert [p["type"] for p in problems] == types.split(",")
+    for number, problem in enumerate(problems, start=1):
+        again = tmp_path / f"again-{number}"
+        code, _, err = run_cli("--problem", problem["id"], "--record", exam / "problems.json",
+                               "--out", again)
+        assert code == 0, err
+        [redrawn] = record(again)["problems"]
+        for field in ("id", "type", "spec", "marks", "parts", "steps"):
+            assert redrawn[field] == problem[field], field
+        assert redrawn["number"] == number
+        assert f"## Problem {number}:" in (again / "answers.md").read_text()
+
+
+def test_a_problem_set_again_takes_no_other_options(tmp_path, run_cli):
+    assert run_cli("--count", 2, "--out", tmp_path / "exam")[0] == 0
+    code = record(tmp_path / "exam")["problems"][0]["id"]
+    failed, _, err = run_cli("--problem", code, "--record", tmp_path / "exam" / "problems.json",
+                             "--types", "row", "--out", tmp_path / "o")
+    assert failed == 2 and "--record sets the problem exactly as it was set; it takes no --types" in err
+    missing, _, err = run_cli("--problem", "AAAA-AAAA", "--record",
+                              tmp_path / "exam" / "problems.json", "--out", tmp_path / "o")
+    assert missing == 2 and "no problem AAAA-AAAA in this record" in err
+
+
+@pytest.mark.parametrize("args, count", [
+    (["--types", "full,full,full,masked,heads,mistake"], 6),
+    (["--types", "full,masked", "--count", "6"], 6),
+    (["--types", "row"], 20),
+])
+def test_a_list_of_types_sets_the_count(tmp_path, run_cli, args, count):
+    assert run_cli(*args, "--out", tmp_path)[0] == 0
+    problems = record(tmp_path)["problems"]
+    assert len(problems) == count
+    listed = args[1].split(",")
+    assert [p["type"] for p in problems] == (listed * count)[:count]
+
+
+def test_a_count_that_does_not_repeat_the_list_is_explained(tmp_path, run_cli):
+    code, _, err = run_cli("--types", "full,masked,heads", "--count", "20", "--out", tmp_path)
+    assert code == 2 and "--types lists 3 problems and --count repeats that list, so --count " \
+                          "must be 3, 6, 9, ...; got 20" in err
+
+
+def test_a_bad_key_file_is_one_line(tmp_path, run_cli):
+    key = tmp_path / "bad.key"
+    key.write_text("not a key\n")
+    code, _, err = run_cli("--count", 1, "--key-file", key, "--out", tmp_path / "o")
+    assert code == 2 and err.count("\n") == 1 and "not an exam key" in err
+    assert run_cli("--count", 1, "--practice", "--key-file", key, "--out", tmp_path / "o")[0] == 2
+
+
+def test_the_key_is_made_private_on_first_use(tmp_path, monkeypatch, run_cli):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert run_cli("--count", 1, "--out", tmp_path / "o")[0] == 0
+    key = tmp_path / "config" / "gen-problems" / "exam.key"
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    assert oct(key.parent.stat().st_mode & 0o777) == "0o700"
+    assert os.path.getsize(key) == 65  # 64 hex digits and a newline
