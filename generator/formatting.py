@@ -9,6 +9,7 @@ from its full-precision value, and an "≈" says so where the working shows it.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
+from dataclasses import dataclass
 from functools import lru_cache
 
 import sympy
@@ -35,12 +36,35 @@ class _RememberingPrinter(StrPrinter):
 _UNSORTED = _RememberingPrinter()
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
+MAX_SHORT_PLACES = 10  # a rational hidden in an exact form is looked for up to these places
 
 
 def is_exact_at(num: Num, decimals: int) -> bool:
     """True when ``decimal_text`` writes the number without rounding it."""
+    exact = rational_value(num)
+    return bool(exact is not None and 10**decimals % exact.q == 0)
+
+
+@lru_cache(maxsize=65536)
+def rational_value(num: Num) -> sympy.Rational | None:
+    """The number as a rational, when it is one: also when its exact form does not say so, as
+    an output entry (2 + 4e)/(1 + 2e), which is 2, so that it is written "= 2", not "≈ 2.0000".
+    Only a value within two units of float64 rounding of a short decimal is tried (floats
+    here are correctly rounded from the exact forms); equality is then proved by sympy."""
     exact = num.exact
-    return bool(exact.is_Rational and 10**decimals % exact.q == 0)
+    if exact.is_Rational:
+        return exact
+    if exact is sympy.S.NegativeInfinity or abs(num.value) > 1e12:
+        return None
+    candidate = sympy.Rational(round(num.value * 10**MAX_SHORT_PLACES), 10**MAX_SHORT_PLACES)
+    if abs(num.value - float(candidate)) > 1e-15 * max(1.0, abs(num.value)):
+        return None
+    if abs(sympy.N(exact - candidate, 50)) > sympy.Rational(1, 10**40):
+        return None
+    # Over one denominator, the numerator of a true zero expands to 0; what this cannot prove
+    # equal is written "≈", which is never wrong.
+    numerator = sympy.numer(sympy.together(exact - candidate))
+    return candidate if sympy.expand(numerator) == 0 else None
 
 
 @lru_cache(maxsize=65536)  # the same numbers recur across the key, the sheet and the formats
@@ -49,6 +73,7 @@ def decimal_text(num: Num, decimals: int) -> str:
     exact = num.exact
     if exact is sympy.S.NegativeInfinity:
         return "-inf"
+    exact = rational_value(num) if is_exact_at(num, decimals) else exact
     if exact.is_Rational:
         value = Decimal(exact.p) / Decimal(exact.q) if exact.q != 1 else Decimal(exact.p)
         if exact.q != 1 and not is_exact_at(num, decimals):
@@ -87,6 +112,99 @@ def _round_rational(value: sympy.Rational, decimals: int) -> Decimal:
     numerator, denominator = abs(value.p), value.q
     rounded = (2 * numerator * 10**decimals + denominator) // (2 * denominator)
     return Decimal(-rounded if value.p < 0 else rounded).scaleb(-decimals)
+
+
+# --- Working a calculator can check -----------------------------------------
+
+MAX_EXTRA_PLACES = 4
+_PLACES: dict[int, tuple[object, int]] = {}  # id(line) -> (line, places): lines live all run
+
+
+def working_places(line, decimals: int) -> int:
+    """How many decimals a line of working writes its operands with: the fewest, from
+    ``decimals`` up, at which the line, recomputed on a calculator from the numbers it
+    prints, gives the result it prints.  (Results are worked out from full precision; only
+    the operands shown beside them may need a digit or two more, and only on the lines that
+    need them.)"""
+    key = id(line)
+    if key not in _PLACES or _PLACES[key][0] is not line:
+        equations = _equations(line)
+        places = _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
+        _PLACES[key] = (line, places)
+    return _PLACES[key][1]
+
+
+def exponent_places(exponent: Num, power: Num, places: int) -> int:
+    """The decimals an exponent is written with so that e^x, on a calculator, gives the power
+    as written (at ``places``): e^x magnifies the exponent's rounding, e^6 some 400 times."""
+    equation = _Equation((exponent,), Decimal.exp, power, final=False)
+    return _fewest(places, lambda p: equation.checks(places, places, operand_places=p))
+
+
+def _fewest(start: int, works) -> int:
+    return next((p for p in range(start, start + MAX_EXTRA_PLACES + 1) if works(p)),
+                start + MAX_EXTRA_PLACES)
+
+
+@dataclass(frozen=True)
+class _Equation:
+    """One line of working: operands, how a calculator combines them, and the result."""
+
+    operands: tuple
+    combine: object
+    result: Num
+    final: bool = True  # printed at the shown decimals; else at the operands' places
+
+    def checks(self, places: int, decimals: int, operand_places: int | None = None) -> bool:
+        printed = [_printed(n, operand_places or places) for n in self.operands]
+        result_places = decimals if self.final else places
+        target = _printed(self.result, result_places)
+        if target is None or None in printed:
+            return True  # -inf or scientific notation: nothing a calculator line checks
+        unit = Decimal(1).scaleb(-result_places)
+        try:
+            computed = self.combine(*printed)
+        except ArithmeticError:  # 0/0: exponentials so small they print as 0
+            return False
+        return computed.quantize(unit, ROUND_HALF_UP) == target.quantize(unit)
+
+
+def _equations(line) -> list[_Equation]:
+    kind = type(line).__name__
+    if kind == "DotProduct":
+        return [_Equation(tuple(n for pair in line.pairs for n in pair), _sum_of_products,
+                          line.result)]
+    if kind == "Scaling":
+        if line.divisor is not None:
+            return [_Equation((line.score, line.divisor), lambda s, d: s / d, line.result)]
+        return [_Equation((line.factor, line.score), lambda f, s: f * s, line.result)]
+    if kind == "SoftmaxRow":
+        shown = [(x, e, w) for x, e, w in zip(line.inputs, line.exponentials, line.weights)
+                 if x is not None]
+        exponentials = tuple(e for _, e, _ in shown)  # the sum shown is theirs, as printed
+        return [_Equation((e, *exponentials), lambda a, *es: a / sum(es), w) for _, e, w in shown]
+    if kind == "Blend":
+        return [_Equation(tuple(n for pair in zip(line.weights, (row[c] for row in line.values))
+                                for n in pair), _sum_of_products, result)
+                for c, result in enumerate(line.result)]
+    return []
+
+
+def printed_sum(nums, places: int) -> str:
+    """The sum of numbers as printed at ``places``, exactly: the row sum a softmax line shows,
+    so that it is what a calculator gets from the exponentials beside it."""
+    total = sum((_printed(n, places) for n in nums if n is not None), Decimal(0))
+    text = f"{total:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _sum_of_products(*numbers: Decimal) -> Decimal:
+    return sum((a * b for a, b in zip(numbers[::2], numbers[1::2])), Decimal(0))
+
+
+def _printed(num: Num, places: int) -> Decimal | None:
+    text = decimal_text(num, places)
+    return None if text == "-inf" or "e" in text else Decimal(text)
 
 
 def parenthesized(text: str) -> str:

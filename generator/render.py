@@ -101,6 +101,7 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
         matrix=lambda step: fmt.plain_matrix([[number(n) for n in row] for row in step.entries]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
         **_relations(decimals, exact="=", rounded="≈"),
+        **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
     )
     return environment
 
@@ -124,6 +125,8 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
         tex=lambda value: NoEscape(fmt.exact_latex(value)),
         symbol=lambda name: NoEscape(fmt.latex_symbol(name)),
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
+        **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,
+                           rounded=NoEscape(r"\approx")),
     )
     return environment
 
@@ -216,6 +219,25 @@ def _relations(decimals: int, exact: str, rounded: str) -> dict:
 
     return dict(rel=lambda n: exact if all_exact([n]) else rounded,
                 vrel=lambda nums: exact if all_exact(nums) else rounded)
+
+
+def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded="≈") -> dict:
+    """Filters for a step's working, whose operands are printed with the places that make each
+    line check on a calculator: ``{% set places = line | places %}``, then
+    ``x | num_at(places)``; an exponent with ``x | num_at(x | exponent_places(e, places))``;
+    a softmax row's sum as the sum of what it prints.  ``mark`` makes the format's text
+    trusted (NoEscape in LaTeX)."""
+    def number_at(n, places):
+        return mark(number(n, places))
+
+    return dict(
+        places=lambda line: fmt.working_places(line, decimals),
+        exponent_places=fmt.exponent_places,
+        num_at=number_at,
+        paren_at=lambda n, places: mark(fmt.parenthesized(number(n, places))),
+        vector_at=lambda nums, places: mark(vector([number(n, places) for n in nums])),
+        rel_at=lambda n, places: exact if fmt.is_exact_at(n, places) else rounded,
+        printed_sum=lambda nums, places: mark(fmt.printed_sum(nums, places)))
 
 
 def _escape_untrusted(value):

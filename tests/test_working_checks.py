@@ -1,0 +1,122 @@
+"""Every line of working in the keys checks on a calculator, from the numbers it prints.
+
+The test reads the Markdown keys as a student does, line by line: it takes the numbers a
+line prints, recomputes the line with them (exactly, in decimal), rounds the result to the
+decimals the printed result has, and expects the printed result.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal, getcontext
+
+import pytest
+
+from conftest import make_question, render
+from generator.cli import solve_checked
+from generator.render import DocumentInfo, render_markdown
+from generator.sampling import draw_options, sample_set
+from generator.spec import QUESTION_TYPES
+
+getcontext().prec = 40
+NUMBER = r"-?\d+(?:\.\d+)?"
+PRODUCT = re.compile(rf"^- \S+\[\d+,\d+\] = (.+?) (?:=|≈) ({NUMBER})$")
+SCALING = re.compile(rf"^- scaled\[\d+,\d+\] = ({NUMBER}) (/|·) \(?({NUMBER})\)? (?:=|≈) ({NUMBER})")
+SOFTMAX = re.compile(r"^- Row \d+: (.+); sum = (\S+)\n  → \[(.+)\] (?:=|≈) \[(.+)\] \(the row", re.M)
+BLEND = re.compile(rf"^- output row \d+ = (.+) (?:=|≈) \[(.+)\]$")
+
+
+def rounds_to(value: Decimal, printed: str) -> bool:
+    places = len(printed.split(".")[1]) if "." in printed else 0
+    return value.quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP) == Decimal(printed)
+
+
+def number(text: str) -> Decimal:
+    return Decimal(text.strip().strip("()"))
+
+
+def check_product(line: str) -> bool | None:
+    match = PRODUCT.match(line)
+    if not match or line.startswith("- scaled[") or "[" in match.group(1):
+        return None
+    terms = [term.split("·") for term in match.group(1).split(" + ")]
+    return rounds_to(sum(number(a) * number(b) for a, b in terms), match.group(2))
+
+
+def check_scaling(line: str) -> bool | None:
+    match = SCALING.match(line)
+    if not match:
+        return None
+    a, operation, b, result = match.groups()
+    value = Decimal(a) / Decimal(b) if operation == "/" else Decimal(a) * Decimal(b)
+    return rounds_to(value, result)
+
+
+def check_blend(line: str) -> bool | None:
+    match = BLEND.match(line)
+    if not match:
+        return None
+    terms = [term.split("·") for term in match.group(1).split(" + ")]
+    rows = [(number(w), [number(v) for v in vector.strip("[]").split(", ")]) for w, vector in terms]
+    results = match.group(2).split(", ")
+    return all(rounds_to(sum(w * values[c] for w, values in rows), printed)
+               for c, printed in enumerate(results))
+
+
+def check_softmax(block: re.Match) -> bool:
+    powers, total, quotients, weights = block.groups()
+    exponentials = []
+    for power in powers.split(", "):
+        if power.startswith("masked"):
+            continue
+        exponent, result = re.match(rf"e\^({NUMBER}) (?:=|≈) ({NUMBER})$", power).groups()
+        if not rounds_to(Decimal(exponent).exp(), result):
+            return False
+        exponentials.append(Decimal(result))
+    if sum(exponentials) != Decimal(total):  # the sum shown is exactly that of the terms shown
+        return False
+    for quotient, weight in zip(quotients.split(", "), weights.split(", ")):
+        if quotient == "0":
+            continue
+        top, bottom = quotient.split("/")
+        if bottom != total or not rounds_to(Decimal(top) / Decimal(bottom), weight):
+            return False
+    return True
+
+
+def failures_in(key: str) -> tuple[list[str], int]:
+    failed, checked = [], 0
+    for line in key.splitlines():
+        for check in (check_product, check_scaling, check_blend):
+            verdict = check(line)
+            if verdict is not None:
+                checked += 1
+                if not verdict:
+                    failed.append(line)
+    for block in SOFTMAX.finditer(key):
+        checked += 1
+        if not check_softmax(block):
+            failed.append(block.group(0))
+    return failed, checked
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_every_working_line_of_many_keys_recomputes_to_what_it_prints(difficulty, decimals):
+    options = draw_options(difficulty, decimals=decimals)
+    types = tuple(t for t in QUESTION_TYPES if not (difficulty == "easy" and t == "heads"))
+    questions = [solve_checked(spec) for spec in sample_set(options, 13, 42, types=types)]
+    key = render(render_markdown, questions, DocumentInfo(decimals=decimals))["answers.md"]
+    failed, checked = failures_in(key)
+    assert checked > 400
+    assert failed == []
+
+
+def test_the_issues_own_example_now_adds_up():
+    """O = 0.6698·[2, 0] + 0.3302·[0, 1] printed 1.3395 while a calculator gives 1.3396."""
+    question = make_question(X=[[1, 0], [0, 1]], W_Q=[[1, 0], [0, 1]], W_K=[[1, 0], [0, 2]],
+                             W_V=[[2, 0], [0, 1]])
+    key = render(render_markdown, [question])["answers.md"]
+    line = next(l for l in key.splitlines() if l.startswith("- output row 1"))
+    assert check_blend(line), line
+    assert failures_in(key)[0] == []
