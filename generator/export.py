@@ -68,7 +68,8 @@ def problem_record(question: Question, version: int = 1, number: int = 1) -> dic
     }
     if question.items:
         record["choices"] = [{"topic": item.topic, "answer": "abcd"[item.answer],
-                              "choices": [_choice(c) for c in item.choices]} for item in question.items]
+                              "choices": [_choice(c) for c in item.choices],
+                              "slips": list(item.slips)} for item in question.items]
     return record
 
 

@@ -40,6 +40,7 @@ class ConceptItem:
     topic: str  # top-attention | row-sum | output-shape | no-scaling
     choices: tuple  # values; the templates write them according to the topic
     answer: int  # index of the right choice
+    slips: tuple[str, ...] = ()  # for each choice, the slip that gives it ("" for the answer)
 
 
 @dataclass(frozen=True)
@@ -214,18 +215,29 @@ def _top_attention(solution: Solution, token: int) -> ConceptItem:
     right = top(solution.step("weights"))
     row = solution.step("weights").entries[token]
     second = sorted(range(len(row)), key=lambda j: -row[j].value)[1:2]
-    wrong = [top(solve(solution.spec, m).step("weights")) for m in ("no-scaling", "column-softmax")]
-    wrong += [(j, row[j]) for j in second] + [(right[0], Num.of(sympy.Rational(1, len(row))))]
+    wrong = [(top(solve(solution.spec, "no-scaling").step("weights")),
+              "softmax of the raw scores, without scaling"),
+             (top(solve(solution.spec, "column-softmax").step("weights")),
+              "softmax down each column instead of along the row")]
+    wrong += [((j, row[j]), "the second-largest weight of the row") for j in second]
+    wrong += [((right[0], Num.of(sympy.Rational(1, len(row)))), "equal weights for every key")]
     return _item("top-attention", right, wrong, key=lambda c: (c[0], round(c[1].value, 4)))
 
 
 def _row_sum(spec: ProblemSpec) -> ConceptItem:
-    return _item("row-sum", 1, [spec.n_keys, "depends", spec.d_k, spec.d_v, 0], key=str)
+    wrong = [(spec.n_keys, "counting 1 per key, as if every weight were 1"),
+             ("depends", "forgetting that softmax divides each row by its own sum"),
+             (spec.d_k, "confusing the sum with d_k"), (spec.d_v, "confusing the sum with d_v"),
+             (0, "thinking of scores centred on 0, not of weights")]
+    return _item("row-sum", 1, wrong, key=str)
 
 
 def _output_shape(spec: ProblemSpec) -> ConceptItem:
     n, m, d_k, d_v = spec.n_queries, spec.n_keys, spec.d_k, spec.d_v
-    wrong = [(n, m), (d_v, n), (n, d_k), (d_k, d_v), (1, d_v), (n, 1)]
+    wrong = [((n, m), "the shape of A, not of AV"), ((d_v, n), "the shape of (AV) transposed"),
+             ((n, d_k), "the shape of Q: values have d_v columns, not d_k"),
+             ((d_k, d_v), "the shape of a weight matrix"), ((1, d_v), "one output row for all tokens"),
+             ((n, 1), "one number per token, as if the output were a score")]
     return _item("output-shape", (n, d_v), wrong, key=str)
 
 
@@ -235,24 +247,28 @@ def _no_scaling(solution: Solution, spec: ProblemSpec) -> ConceptItem:
         return max(weights_step.entries[spec.row], key=lambda n: n.value)
 
     right = largest(solve(spec, "no-scaling").step("weights"))
-    wrong = [largest(solution.step("weights")), largest(solve(spec, "dk-not-sqrt").step("weights")),
-             Num.of(sympy.Rational(1, spec.n_keys))]
+    wrong = [(largest(solution.step("weights")), "the weight with scaling: the question drops it"),
+             (largest(solve(spec, "dk-not-sqrt").step("weights")), "dividing by d_k, not by nothing"),
+             (Num.of(sympy.Rational(1, spec.n_keys)), "equal weights for every key")]
     return _item("no-scaling", right, wrong, key=lambda n: round(n.value, 4))
 
 
-def _item(topic: str, right, wrong: list, key) -> ConceptItem:
-    """The right choice and up to three distractors that read differently from it and each other."""
-    choices, seen = [right], {key(right)}
-    for choice in wrong:
+def _item(topic: str, right, wrong: list[tuple], key) -> ConceptItem:
+    """The right choice and up to three distractors that read differently from it and each
+    other, each with the slip that gives it."""
+    choices, slips, seen = [right], [""], {key(right)}
+    for choice, slip in wrong:
         if key(choice) not in seen and len(choices) < 4:
             choices.append(choice)
+            slips.append(slip)
             seen.add(key(choice))
-    return ConceptItem(topic, tuple(choices), 0)
+    return ConceptItem(topic, tuple(choices), 0, tuple(slips))
 
 
 def _shuffled(item: ConceptItem, rng: np.random.Generator) -> ConceptItem:
     order = [int(k) for k in rng.permutation(len(item.choices))]
-    return ConceptItem(item.topic, tuple(item.choices[k] for k in order), order.index(item.answer))
+    return ConceptItem(item.topic, tuple(item.choices[k] for k in order), order.index(item.answer),
+                       tuple(item.slips[k] for k in order))
 
 
 def _given(solution: Solution) -> tuple[Step, ...]:

@@ -194,6 +194,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
+    environment.filters["article"] = lambda n: "an" if str(n).startswith("8") or n in (11, 18) else "a"
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment
 

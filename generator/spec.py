@@ -9,6 +9,7 @@ a teacher's TOML/JSON file (``load_spec_file``).  Every fault in a file becomes 
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -236,7 +237,21 @@ def _parse(parser, text: str, path: Path, kind: str):
         raise SpecError(f"{path}: malformed {kind} (nested too deeply)") from None
     except ValueError as error:  # TOMLDecodeError and JSONDecodeError are ValueErrors too
         reason = str(error).split(";")[0].splitlines()[0][:120]
-        raise SpecError(f"{path}: malformed {kind} ({reason})") from None
+        raise SpecError(f"{path}: malformed {kind} ({reason}){_quote_hint(text, reason)}") from None
+
+
+UNQUOTED_EXACT = re.compile(r"(?<![\"'\w.])(\d+\s*/\s*\d|sqrt\s*\(|\d\s*\^)")
+
+
+def _quote_hint(text: str, reason: str) -> str:
+    """An exact entry written bare (1/2, sqrt(2)) is not a TOML or JSON number: say so."""
+    line = re.search(r"line (\d+)", reason)
+    if line:
+        lines = text.splitlines()
+        number = int(line.group(1))
+        if 1 <= number <= len(lines) and UNQUOTED_EXACT.search(lines[number - 1]):
+            return '; write exact entries in quotes, e.g. "1/2" or "sqrt(2)/2"'
+    return ""
 
 
 def _read_document(path: Path):

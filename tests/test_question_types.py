@@ -250,3 +250,21 @@ def test_the_causal_mask_is_honoured_not_refused(kind):
 @pytest.mark.parametrize("kind", ["full", "row", "permute", "heads", "concept", "mistake"])
 def test_a_scale_is_honoured_not_refused(kind):
     assert make_question(**type_with_option(kind, {"scale": "1/2"})).solution.spec.scale == sympy.Rational(1, 2)
+
+
+def test_the_concept_key_names_the_slip_behind_each_wrong_choice(tmp_path, run_cli):
+    assert run_cli("--types", "concept", "--count", 3, "--seed", 4, "--out", tmp_path)[0] == 0
+    for problem in json.loads((tmp_path / "problems.json").read_text())["problems"]:
+        for item in problem["choices"]:
+            answer = "abcd".index(item["answer"])
+            assert item["slips"][answer] == ""
+            assert all(slip for k, slip in enumerate(item["slips"]) if k != answer)
+    key = (tmp_path / "answers.md").read_text()
+    assert key.count("Where the others come from:") == 12  # 3 problems, 4 items each
+    assert "softmax down each column instead of along the row" in key
+
+
+def test_an_eight_by_eight_reads_an_eight():
+    from generator.render import make_environment
+    article = make_environment(None).filters["article"]
+    assert [article(n) for n in (3, 8, 11, 18, 80, 12)] == ["a", "an", "an", "an", "an", "a"]
