@@ -256,7 +256,7 @@ def exact_latex(value: sympy.Expr) -> str:
 
 # Each step's matrix symbol in LaTeX; an entry is written symbol_{i,j}.
 LATEX_SYMBOLS = {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "Q": "Q", "K": "K",
-                 "V": "V", "scores": "S", "scaled": r"\tilde{S}", "masked": "M",
+                 "V": "V", "scores": "S", "scaled": r"\tilde{S}", "masked": r"\hat{S}",
                  "weights": "A", "output": "O", "concat": "C", "projected": "Y"}
 
 
