@@ -260,8 +260,16 @@ LATEX_SYMBOLS = {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "Q": "Q", "
                  "weights": "A", "output": "O", "concat": "C", "projected": "Y"}
 
 
-def latex_symbol(step_name: str) -> str:
-    return LATEX_SYMBOLS.get(step_name, rf"\mathrm{{{step_name}}}")
+def latex_symbol(step_name: str, head: int | None = None) -> str:
+    """S, or S_1 for head 1's scores; \\tilde{S}_1 for its scaled scores."""
+    symbol = LATEX_SYMBOLS.get(step_name, rf"\mathrm{{{step_name}}}")
+    return symbol if head is None else f"{symbol}_{{{head}}}"
+
+
+def latex_entry_symbol(step_name: str, head: int | None = None) -> str:
+    """What an entry's subscript attaches to: S (S_{1,2}), or (S_1) for a head ((S_1)_{1,2})."""
+    symbol = latex_symbol(step_name, head)
+    return symbol if head is None else f"({symbol})"
 
 
 # --- HTML and Moodle ---------------------------------------------------------------

@@ -31,6 +31,7 @@ class Part:
     steps: tuple[Step, ...] = ()
     step_marks: tuple[int, ...] = ()  # marks of each step, where a part has several
     label: str = ""  # e.g. "Head 1"
+    head: int | None = None  # the head whose steps these are (1, 2, ...), in a heads question
     answer: tuple = ()  # a short answer beside the steps, e.g. (key index, its weight)
     letter: str = ""  # (a), (b), ...: given by lettered()
 
@@ -174,10 +175,12 @@ def heads_question(spec: ProblemSpec) -> Question:
     w_o = Step("W_O", "W_O (given)", "given", num.matrix(spec.matrices["W_O"]))
     projected = product_step("projected", "projected = concat W_O", concat.entries, w_o.entries, num)
     head_parts = [Part("head", 4, tuple(h.step(n) for n in ("scores", "scaled", "weights", "output")),
-                       step_marks=(1, 1, 1, 1), label=f"Head {i + 1}") for i, h in enumerate(heads)]
+                       step_marks=(1, 1, 1, 1), label=f"Head {i + 1}", head=i + 1)
+                  for i, h in enumerate(heads)]
     parts = lettered([Part("Q", 3, (q, k, v), step_marks=(1, 1, 1)),
                       Part("split", 2, tuple(s for h in heads for s in h.steps[:3])),
-                      *head_parts, Part("concat", 1, (concat,)), Part("projected", 2, (projected,))])
+                      *head_parts, Part("concat", 1, (concat,), step_marks=(1,)),
+                      Part("projected", 2, (projected,), step_marks=(2,))])
     return Question("heads", spec, solution, _given(solution) + (w_o,), parts, heads=heads)
 
 

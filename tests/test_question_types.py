@@ -1,6 +1,7 @@
 """Question types beyond the full pipeline: each built from the engine's own numbers."""
 
 import json
+import re
 
 import numpy as np
 import sympy
@@ -268,3 +269,17 @@ def test_an_eight_by_eight_reads_an_eight():
     from generator.render import make_environment
     article = make_environment(None).filters["article"]
     assert [article(n) for n in (3, 8, 11, 18, 80, 12)] == ["a", "an", "an", "an", "an", "a"]
+
+
+def test_a_heads_key_labels_each_step_with_its_head_and_its_marks(tmp_path, run_cli):
+    assert run_cli("--types", "heads", "--count", 1, "--seed", 2, "--out", tmp_path)[0] == 0
+    key = (tmp_path / "answers.tex").read_text()
+    for h in (1, 2):
+        assert f"$S_{{{h}}} = Q_{{{h}}} K_{{{h}}}^{{\\top}}$" in key
+        assert f"$A_{{{h}}} = \\operatorname{{softmax}}(\\tilde{{S}}_{{{h}}})$" in key
+        assert f"$O_{{{h}}} = A_{{{h}}} V_{{{h}}}$" in key
+        assert f"(S_{{{h}}})_{{1,1}} = " in key
+        assert f"\\textbf{{Head {h}}}\\hfill [1]" in key
+    assert "A_{1} = [" not in key and "A_{1,:}" not in key.split("Head 1")[0]  # rows are A_{i,:}
+    headings = [line for line in key.splitlines() if line.startswith("\\needspace{7\\baselineskip}")]
+    assert headings and all(re.search(r"\\quad \[\d\]\\par$", line) for line in headings)
