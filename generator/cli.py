@@ -28,7 +28,7 @@ from .crosscheck import CrossCheckError, check_product, cross_check
 from .exact import to_float
 from .export import problems_json
 from .output import OutputError, OutputFolder, OutputRefused
-from .paper import Paper, answer_keys, question_papers
+from .paper import ExamProblem, Paper, answer_keys, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="solve the problems in this TOML or JSON file instead of drawing them")
     source.add_argument("--count", type=int, metavar="N",
                         help="how many random problems to draw (default 20)")
+    source.add_argument("--minutes", type=int, metavar="N",
+                        help="instead of --count: as many problems as fit in N minutes of "
+                             "working by hand (the estimate the papers print)")
+    source.add_argument("--marks", type=int, metavar="N",
+                        help="instead of --count: as many problems as fit in N marks")
     source.add_argument("--seed", type=int, metavar="S",
                         help="seed of the random draw; the same seed gives the same set")
     source.add_argument("--problem", metavar="CODE",
@@ -169,8 +174,7 @@ def run(args: argparse.Namespace) -> int:
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
         specs, notes = problem_sets(args, seed, students)
         notes += roster.notes if roster else []
-        sets = {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
-                for version, version_specs in specs.items()}
+        sets = solve_sets(args, specs)
         drawn = not (args.spec or args.problem is not None)
         info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                             draw_command=draw_command(args, seed) if drawn else "",
@@ -184,6 +188,40 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
     return 0
+
+
+def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Question]]:
+    """Every version solved and checked; with --minutes or --marks, as many problems as fit the
+    budget (the first version decides how many, so that every version is as long)."""
+    budget = budget_of(args)
+    if budget is None:
+        return {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
+                for version, version_specs in specs.items()}
+    name, limit, measure = budget
+    first = next(iter(specs))
+    fitted, used = [], 0
+    for spec in specs[first]:
+        question = solve_checked(spec)
+        cost = measure(ExamProblem(len(fitted) + 1, question))
+        if used + cost > limit:
+            break
+        fitted.append(question)
+        used += cost
+    if not fitted:
+        raise UsageError(f"--{name} {limit}: the first problem alone takes {cost} {name}; "
+                         f"allow more, or draw smaller problems (--difficulty, --tokens, --types)")
+    return {version: fitted if version == first else
+            [solve_checked(spec) for spec in version_specs[:len(fitted)]]
+            for version, version_specs in specs.items()}
+
+
+def budget_of(args):
+    """(option, limit, what a problem costs) for --minutes or --marks, or None."""
+    if args.minutes is not None:
+        return "minutes", args.minutes, lambda problem: problem.minutes
+    if args.marks is not None:
+        return "marks", args.marks, lambda problem: problem.marks
+    return None
 
 
 def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
@@ -309,7 +347,11 @@ def comma_list(allowed: tuple[str, ...], what: str):
 
 
 def problem_count(args: argparse.Namespace) -> int:
-    """--count, or a list of types read as "these problems, in this order" (default 20)."""
+    """--count, or a list of types read as "these problems, in this order" (default 20); with a
+    budget of minutes or marks, enough problems to choose from (each takes at least 1)."""
+    budget = budget_of(args)
+    if budget is not None:
+        return min(MAX_COUNT, budget[1])
     listed = len(args.types or ())
     if args.count is None:
         return listed if listed > 1 else DEFAULT_COUNT
@@ -338,8 +380,9 @@ def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -
 
 def draw_command(args: argparse.Namespace, seed: int) -> str:
     """The options that fix a random set, so the documents can say how to draw it again."""
-    words = [f"--seed {seed}", f"--count {problem_count(args)}",
-             f"--difficulty {args.difficulty or 'medium'}"]
+    budget = budget_of(args)
+    size = f"--{budget[0]} {budget[1]}" if budget else f"--count {problem_count(args)}"
+    words = [f"--seed {seed}", size, f"--difficulty {args.difficulty or 'medium'}"]
     if args.practice:
         words.append("--practice")
     elif args.key_file:
@@ -420,7 +463,12 @@ def check_options(args: argparse.Namespace) -> None:
         if args.record and clash:
             raise UsageError(f"--record sets the problem exactly as it was set; it takes no "
                              f"--{clash[0].replace('_', '-')}")
+    if sum(given(name) for name in ("count", "minutes", "marks")) > 1:
+        raise UsageError("give one of --count, --minutes and --marks: each sets the length")
+    if (given("minutes") or given("marks")) and (args.spec or args.problem is not None):
+        raise UsageError("--minutes and --marks size a drawn set; they take no --spec or --problem")
     for name, low, high in (("versions", 1, MAX_STUDENTS), ("count", 1, MAX_COUNT),
+                            ("minutes", 1, 10_000), ("marks", 1, 10_000),
                             ("seed", 0, MAX_SEED), ("decimals", 0, MAX_DECIMALS)):
         value = getattr(args, name)
         if value is not None and not low <= value <= high:

@@ -1,16 +1,71 @@
-"""Stage 3 helper: lay questions out as exam papers, numbered, with their marks.
+"""Stage 3 helper: lay questions out as exam papers, numbered, with their marks and length.
 
 The questions module decides each question's parts and marks; this module only
-numbers the problems of a paper and decides who sits which version.  Every
-renderer takes the same layout, so question papers and keys always number alike.
+numbers the problems of a paper, decides who sits which version, and estimates
+how long a part takes by hand and how much room it needs.  Every renderer takes
+the same layout, so question papers and keys always number alike.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .questions import Question
 from .roster import Student
+
+
+# Seconds a student takes by hand, with a calculator, for each thing a step asks them to write.
+SECONDS = {
+    "product term": 6,     # one a·b of a dot product, added on
+    "product entry": 8,    # writing the entry down
+    "scaling": 15,         # one score divided by sqrt(d_k)
+    "masking": 3,          # one -inf
+    "exponential": 25,     # e^x on a calculator, written down
+    "row sum": 10,
+    "quotient": 10,        # e_j / sum
+    "blend term": 8,       # one weight times one value, added on
+    "copy entry": 4,       # an entry moved or copied (a permutation, a split, a concatenation)
+    "choice": 60,          # a multiple-choice checkpoint
+    "explanation": 120,    # a sentence or two of why
+}
+EXPLAINED = ("permute-why", "mistake-find")  # parts answered in words, whatever steps they show
+
+
+def part_seconds(part) -> int:
+    """How long a part takes by hand: the sum over what its steps ask the student to write."""
+    if part.task in EXPLAINED:
+        return SECONDS["explanation"]
+    if not part.steps:
+        return SECONDS["choice"]
+    return sum(_step_seconds(step) for step in part.steps)
+
+
+def _step_seconds(step) -> int:
+    rows, columns = step.shape
+    if step.kind == "product":
+        terms = sum(len(line.pairs) for line in step.working)
+        return terms * SECONDS["product term"] + rows * columns * SECONDS["product entry"]
+    if step.kind == "softmax":
+        shown = sum(e is not None for line in step.working for e in line.exponentials)
+        return (shown * (SECONDS["exponential"] + SECONDS["quotient"])
+                + len(step.working) * SECONDS["row sum"])
+    if step.kind == "blend":
+        return sum(len(line.weights) for line in step.working) * columns * SECONDS["blend term"]
+    per_entry = {"scaling": "scaling", "masking": "masking"}.get(step.kind, "copy entry")
+    return rows * columns * SECONDS[per_entry]
+
+
+def part_minutes(part) -> int:
+    return max(1, math.ceil(part_seconds(part) / 60))
+
+
+def writing_lines(part) -> int:
+    """Room on the question sheet: about a line for every two entries asked, 3 to 40 lines."""
+    if part.task in EXPLAINED or not part.steps:
+        return 4 if part.task in EXPLAINED else 2
+    entries = sum(step.shape[0] * step.shape[1] for step in part.steps)
+    return min(40, max(3, math.ceil(entries / 2)))
 
 
 @dataclass(frozen=True)
@@ -38,6 +93,10 @@ class ExamProblem:
     def marks(self) -> int:
         return self.question.marks
 
+    @property
+    def minutes(self) -> int:
+        return sum(part_minutes(part) for part in self.parts)
+
 
 @dataclass(frozen=True)
 class Paper:
@@ -51,6 +110,10 @@ class Paper:
     @property
     def marks(self) -> int:
         return sum(problem.marks for problem in self.problems)
+
+    @property
+    def minutes(self) -> int:
+        return sum(problem.minutes for problem in self.problems)
 
 
 def lay_out(questions: list[Question]) -> tuple[ExamProblem, ...]:

@@ -25,7 +25,7 @@ import jinja2.sandbox
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
-from .paper import Paper
+from .paper import Paper, writing_lines
 from .typesetting import PDFLATEX, right_to_left, typesetting_for
 
 # In the repository (and an editable install) the templates are at its top; an installed
@@ -195,6 +195,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
+    environment.filters["writing_lines"] = writing_lines
     environment.filters["article"] = lambda n: "an" if str(n).startswith("8") or n in (11, 18) else "a"
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment

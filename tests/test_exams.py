@@ -123,3 +123,32 @@ def test_the_key_is_made_private_on_first_use(tmp_path, monkeypatch, run_cli):
     assert oct(key.stat().st_mode & 0o777) == "0o600"
     assert oct(key.parent.stat().st_mode & 0o777) == "0o700"
     assert os.path.getsize(key) == 65  # 64 hex digits and a newline
+
+
+def test_papers_state_marks_and_an_estimated_time_per_problem_and_in_all(tmp_path, run_cli):
+    assert run_cli("--types", "full,row,concept", "--seed", 3, "--out", tmp_path)[0] == 0
+    sheet = (tmp_path / "questions.md").read_text()
+    minutes = [int(m) for m in re.findall(r"marks, about (\d+) min\)", sheet)]
+    assert len(minutes) == 3 and minutes[0] > minutes[1] >= 1  # a full problem is long, a row short
+    total = int(re.search(r"about (\d+) minutes of working by hand", sheet).group(1))
+    assert total == sum(minutes)
+
+
+@pytest.mark.parametrize("budget", [["--minutes", "50"], ["--marks", "30"]])
+def test_a_set_fits_the_time_or_marks_asked_for(tmp_path, run_cli, budget):
+    assert run_cli(*budget, "--seed", 3, "--out", tmp_path)[0] == 0
+    sheet = (tmp_path / "questions.md").read_text()
+    limit = int(budget[1])
+    if budget[0] == "--minutes":
+        used = int(re.search(r"about (\d+) minutes of working", sheet).group(1))
+    else:
+        used = int(re.search(r"(\d+) marks in all", sheet).group(1))
+    assert 0 < used <= limit
+    assert f"{budget[0]} {limit}" in (tmp_path / "answers.md").read_text()  # the redraw says so
+
+
+def test_a_budget_too_small_for_one_problem_says_so(tmp_path, run_cli):
+    code, _, err = run_cli("--minutes", "2", "--types", "full", "--out", tmp_path)
+    assert code == 2 and "--minutes 2: the first problem alone takes" in err
+    code, _, err = run_cli("--minutes", "20", "--count", "3", "--out", tmp_path)
+    assert code == 2 and "give one of --count, --minutes and --marks" in err
