@@ -34,8 +34,10 @@ from .questions import Question, build_question
 from .render import DocumentInfo, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .web import render_moodle, render_practice
-from .sampling import (EMBEDDINGS, MASK_CHOICES, PRESETS, WEIGHTS, difficulty_of, draw_options,
-                       drawable_types, sample_problem, sample_set)
+from .sampling import (EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS,
+                       difficulty_of, draw_options, drawable_types, sample_problem, sample_set)
+from .exact import parse_exact
+from .formatting import table_places
 from .exam_key import load_or_create_key
 from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_recorded_problem, load_spec_file,
                    parse_toml, read_user_file)
@@ -56,7 +58,7 @@ OUTPUT_NAMES = {"questions.tex", "answers.tex", "questions.pdf", "answers.pdf", 
                 "answers.md", "problems.json", "practice.html", "moodle.xml"}
 OUTPUT_FOLDERS = {"papers", "keys", "practice"}
 DRAW_OPTIONS = ("difficulty", "tokens", "d_model", "dk", "dv", "embeddings", "weights", "mask",
-                "types")
+                "types", "scale")
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # as a tool killed by SIGPIPE
 
@@ -115,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("--embeddings", choices=EMBEDDINGS, help="kind of entries of X")
     draw.add_argument("--weights", choices=WEIGHTS, help="kind of weight matrices")
     draw.add_argument("--mask", choices=MASK_CHOICES, help="causal masking: none, all, or mixed")
+    draw.add_argument("--scale", type=scale_value, metavar="C",
+                      help="scale the scores by C instead of 1/sqrt(d_k), e.g. 1 (raw dot "
+                           "products) or 1/2")
+    draw.add_argument("--no-calculator", action="store_true",
+                      help="every scaled score is 0, ±0.5, ±1, ±1.5 or ±2, and the sheet prints "
+                           "their exponentials: no calculator needed for e^x")
     draw.add_argument("--types", type=comma_list(QUESTION_TYPES, "question type"), metavar="T,T,...",
                       help="question types, taken in turn: " + ", ".join(QUESTION_TYPES)
                            + " (default: all of them; 'full' alone: the whole pipeline only)")
@@ -178,7 +186,9 @@ def run(args: argparse.Namespace) -> int:
         drawn = not (args.spec or args.problem is not None)
         info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                             draw_command=draw_command(args, seed) if drawn else "",
-                            versioned=bool(args.versions or students))
+                            versioned=bool(args.versions or students),
+                            exponent_table=NO_CALCULATOR_EXPONENTS if args.no_calculator else (),
+                            table_places=table_places(softmax_steps(sets), args.decimals))
         documents = render_documents(args, sets, students, info, folder, notes)
         paths = folder.commit(documents, inputs)
     print_to_terminal(args, documents)
@@ -188,6 +198,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
     return 0
+
+
+def softmax_steps(sets: dict[int, list[Question]]):
+    return [step for questions in sets.values() for question in questions
+            for solution, _ in question.solutions() for step in solution.steps
+            if step.kind == "softmax" and step.working]
 
 
 def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Question]]:
@@ -324,6 +340,17 @@ def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]
             for version in range(1, versions + 1)}, notes
 
 
+def scale_value(text: str):
+    """--scale: an exact positive number, as a spec file's scale (1, 1/2, sqrt(2)/4)."""
+    try:
+        value = parse_exact(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not value.is_positive:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
 def token_range(text: str) -> tuple[int, int]:
     """'3' -> (3, 3); '2-4' -> (2, 4)."""
     low, _, high = text.partition("-")
@@ -366,7 +393,8 @@ def draw_plan(args: argparse.Namespace):
     difficulty = args.difficulty or (difficulty_of(args.problem) if args.problem else None)
     options = draw_options(difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
                            d_model=args.d_model, d_k=args.dk, d_v=args.dv,
-                           embeddings=args.embeddings, weights=args.weights, mask=args.mask)
+                           embeddings=args.embeddings, weights=args.weights, mask=args.mask,
+                           scale=args.scale, no_calculator=args.no_calculator or None)
     if not (args.practice or args.problem is not None):  # an exam: its draws are the teacher's
         options = replace(options, secret=load_or_create_key(args.key_file))
     return (options, *drawable_types(args.types or QUESTION_TYPES, options, bool(args.types)))
@@ -394,6 +422,10 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
             words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
     if args.types:
         words.append(f"--types {','.join(args.types)}")
+    if args.scale is not None:
+        words.append(f"--scale {args.scale}")
+    if args.no_calculator:
+        words.append("--no-calculator")
     if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
         words.append(f"--decimals {args.decimals}")
     return "gen-problems " + " ".join(words)
@@ -442,7 +474,8 @@ def check_options(args: argparse.Namespace) -> None:
     given = lambda name: getattr(args, name) is not None  # noqa: E731
     if args.spec:
         clash = [name for name in ("count", "seed", "problem", "versions", "key_file", *DRAW_OPTIONS)
-                 if given(name)] + (["practice"] if args.practice else [])
+                 if given(name)] + [flag for flag in ("practice", "no_calculator")
+                                    if getattr(args, flag)]
         if clash:
             raise UsageError(f"--spec solves the file's problems as written; it takes no "
                              f"--{clash[0].replace('_', '-')}")

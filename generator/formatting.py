@@ -134,6 +134,13 @@ def working_places(line, decimals: int) -> int:
     return _PLACES[key][1]
 
 
+def table_places(softmax_steps, decimals: int) -> int:
+    """The decimals a no-calculator table prints its exponentials with: as many as the set's
+    softmax working needs, which then writes every exponential exactly as the table does."""
+    return max([decimals] + [working_places(line, decimals) for step in softmax_steps
+                             for line in step.working])
+
+
 def exponent_places(exponent: Num, power: Num, places: int) -> int:
     """The decimals an exponent is written with so that e^x, on a calculator, gives the power
     as written (at ``places``): e^x magnifies the exponent's rounding, e^6 some 400 times."""

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import jinja2
 import jinja2.sandbox
+import sympy
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
+from .engine import Num
 from .paper import Paper, writing_lines
 from .typesetting import PDFLATEX, right_to_left, typesetting_for
 
@@ -48,6 +50,8 @@ class DocumentInfo:
     decimals: int = 4
     draw_command: str = ""  # how to draw the same random set again; empty for a spec file
     versioned: bool = False  # several versions or a roster: label each paper
+    exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
+    table_places: int = 4  # ... with this many decimals, which the softmax working uses too
 
 
 def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
@@ -84,8 +88,14 @@ def _render_pair(environment, folder, suffix, questions, keys, info, **extra) ->
 
 
 def _render(environment, folder: str, name: str, papers, info, **extra) -> str:
-    return environment.get_template(f"{folder}/{name}.j2").render(papers=papers, info=info,
-                                                                   **extra)
+    template = environment.get_template(f"{folder}/{name}.j2")
+    try:
+        return template.render(papers=papers, info=info, **extra)
+    except jinja2.TemplateError:
+        raise
+    except Exception as error:  # a filter given the wrong kind of value, say by a user's template
+        raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}, rendering "
+                                          f"{folder}/{name}") from error
 
 
 def markdown_environment(decimals: int, user_templates: Path | None = None,
@@ -196,6 +206,8 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
     environment.filters["writing_lines"] = writing_lines
+    environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(x))
+    environment.filters["num_of"] = Num.of
     environment.filters["article"] = lambda n: "an" if str(n).startswith("8") or n in (11, 18) else "a"
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment

@@ -12,6 +12,7 @@ with the same options.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 
@@ -21,12 +22,14 @@ import sympy
 from .exam_key import problem_code, seed_words
 from .spec import HEADS, MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
 from .worthiness import (Candidate, clear_top_tokens, heads_are_readable, is_exam_worthy,
-                         visible_mistakes)
+                         scaled_scores_in, visible_mistakes)
 
 EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
 MASK_CHOICES = ("none", "causal", "mixed")
 MAX_ATTEMPTS = 5000
+# --no-calculator: the exponentials a student may need, printed on the question sheet.
+NO_CALCULATOR_EXPONENTS = tuple(sympy.Rational(k, 2) for k in range(-4, 5))  # -2, -1.5, ..., 2
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class DrawOptions:
     weights: str
     mask: str
     decimals: int = 4
+    scale: sympy.Expr | None = None  # the scores' factor; None for 1/sqrt(d_k)
+    no_calculator: bool = False  # every scaled score one of NO_CALCULATOR_EXPONENTS
     # An exam's secret (exam_key): its draws are seeded from it too and its problems carry
     # opaque codes; empty for a practice set, whose readable ids say how to draw it again.
     secret: bytes = field(default=b"", repr=False)
@@ -84,11 +89,28 @@ def why_not_drawable(kind: str, options: DrawOptions) -> str | None:
     """Why no problem of this type can be drawn under these options, or None if it can."""
     if options.decimals == 0:
         return "at 0 decimals every attention weight shows as 0 or 1; use --decimals 1 or more"
+    if options.no_calculator:
+        reason = _why_not_without_a_calculator(kind, options)
+        if reason:
+            return reason
     if kind == "heads" and options.weights in ("identity", "diagonal"):
         return (f"with {options.weights} weights each head sees only its own half of every "
                 f"token, so some rows are zero; use --weights integer or decimal")
     if kind in ("row", "concept", "permute", "masked") and options.tokens[1] < 2:
         return "it needs at least 2 tokens"
+    return None
+
+
+def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None:
+    """--no-calculator needs scaled scores that are whole or half numbers: integer entries, and
+    a scale that keeps them so (1/sqrt(d_k) with d_k a square, or a rational --scale)."""
+    if "decimal" in (options.embeddings, options.weights):
+        return "--no-calculator needs whole-number entries, not two-place decimals"
+    d_k = options.d_k // HEADS if kind == "heads" else options.d_k
+    if options.scale is None and math.isqrt(d_k) ** 2 != d_k:
+        where = "each head's" if kind == "heads" else "the"
+        return (f"--no-calculator: with {where} d_k = {d_k}, scores / sqrt({d_k}) are never in the "
+                f"table; use --dk 4 (or 16), or --scale 1/2")
     return None
 
 
@@ -118,7 +140,7 @@ def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
         seen.add(candidate.identity)
         spec = candidate_spec(candidate, problem_id(options, seed, version, index, kind),
                               None if options.secret else seed)
-        specs.append(replace(spec, question=kind, number=index, **params))
+        specs.append(replace(spec, question=kind, number=index, scale=options.scale, **params))
     return specs
 
 
@@ -182,6 +204,9 @@ def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate,
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
                                                              options.decimals):
             continue
+        if options.no_calculator and not scaled_scores_in(
+                candidate, NO_CALCULATOR_EXPONENTS, HEADS if kind == "heads" else 0):
+            continue
         params = question_params(rng, candidate, kind, options.decimals)
         if params is not None:
             return candidate, params
@@ -199,7 +224,8 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
                      for d in (options.d_k, options.d_k, options.d_v))
     masked = options.mask == "causal" or (options.mask == "mixed" and bool(rng.integers(2)))
     w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
-    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o)
+    scale = None if options.scale is None else float(options.scale)
+    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o, scale)
 
 
 def question_params(rng, candidate: Candidate, kind: str, decimals: int) -> dict | None:

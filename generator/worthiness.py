@@ -33,6 +33,7 @@ class Candidate:
     w_v: np.ndarray
     mask: str
     w_o: np.ndarray | None = None  # the output projection of a two-head question
+    scale: float | None = None  # the scores' factor, when not 1/sqrt(d_k)
 
     @property
     def given(self) -> dict[str, np.ndarray]:
@@ -46,7 +47,7 @@ class Candidate:
 
 
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
-    steps = attention_steps(candidate.given, candidate.mask)
+    steps = attention_steps(candidate.given, candidate.mask, candidate.scale)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
             and len({tuple(row) for row in steps["scores"].tolist()}) == len(steps["scores"])
             and _within_bounds(steps, difficulty)
@@ -56,12 +57,14 @@ def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool
 def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
     """The mistakes whose wrong step differs from the right one at the shown decimals
     (a column softmax of a symmetric score matrix, say, would change nothing)."""
-    right = attention_steps(candidate.given)
+    right = attention_steps(candidate.given, scale=candidate.scale)
     n = len(candidate.x)
     visible = []
     for mistake in mistakes_for_shapes(n, n, candidate.w_q.shape[1], candidate.w_v.shape[1]):
+        if candidate.scale is not None and MISTAKES[mistake] == "scaled":
+            continue  # a problem with its own scale has no "forgot sqrt(d_k)" to find
         step = MISTAKES[mistake]
-        wrong = attention_steps(candidate.given, mistake=mistake)[step]
+        wrong = attention_steps(candidate.given, scale=candidate.scale, mistake=mistake)[step]
         if wrong.shape != right[step].shape or np.any(
                 np.round(wrong, decimals) != np.round(right[step], decimals)):
             visible.append(mistake)
@@ -70,12 +73,12 @@ def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
 
 def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
     """Each head's own softmax rows pass the same test as a single head's."""
-    whole = attention_steps(candidate.given)
+    whole = attention_steps(candidate.given, scale=candidate.scale)
     if candidate.w_o is not None and not _no_zero_rows(candidate.w_o):
         return False
     for h in range(heads):
         part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
-        steps = attention_steps(part)
+        steps = attention_steps(part, scale=candidate.scale)
         if (not all(_distinct_nonzero_rows(part[name]) for name in "QKV")
                 or np.abs(steps["scaled"]).max() > SCALED_BOUND
                 or not _readable_weights(steps["weights"], "none", decimals)):
@@ -83,10 +86,27 @@ def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
     return True
 
 
+def scaled_scores_in(candidate: Candidate, exponents, heads: int = 0) -> bool:
+    """Whether every scaled score a student exponentiates is one of ``exponents`` (the
+    no-calculator table), in the problem and, for a heads question, in each head."""
+    def unmasked(steps: dict, mask: str) -> np.ndarray:
+        scaled = steps["scaled"]
+        keep = np.ones_like(scaled, dtype=bool)
+        return scaled[np.tril(keep) if mask == "causal" else keep]
+
+    whole = attention_steps(candidate.given, candidate.mask, candidate.scale)
+    values = [unmasked(whole, candidate.mask)]
+    for h in range(heads):
+        part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
+        values.append(unmasked(attention_steps(part, scale=candidate.scale), "none"))
+    table = np.array([float(x) for x in exponents])
+    return all(np.min(np.abs(v[:, None] - table[None, :]), axis=1).max() < 1e-9 for v in values)
+
+
 def clear_top_tokens(candidate: Candidate, decimals: int) -> list[int]:
     """Tokens whose largest attention weight stands clear of their second, at the shown
     decimals: "which token does it attend to most?" must have one answer."""
-    weights = attention_steps(candidate.given)["weights"]
+    weights = attention_steps(candidate.given, scale=candidate.scale)["weights"]
     ordered = np.sort(np.round(weights, decimals), axis=1)
     return [i for i, row in enumerate(ordered) if len(row) > 1 and row[-1] > row[-2]]
 

@@ -152,3 +152,36 @@ def test_a_budget_too_small_for_one_problem_says_so(tmp_path, run_cli):
     assert code == 2 and "--minutes 2: the first problem alone takes" in err
     code, _, err = run_cli("--minutes", "20", "--count", "3", "--out", tmp_path)
     assert code == 2 and "give one of --count, --minutes and --marks" in err
+
+
+def test_no_calculator_problems_need_only_the_printed_exponentials(tmp_path, run_cli):
+    assert run_cli("--no-calculator", "--count", 12, "--seed", 5, "--out", tmp_path)[0] == 0
+    key = (tmp_path / "answers.md").read_text()
+    table = dict(re.findall(r"e\^(-?\d+(?:\.\d+)?) [=≈] (\d+(?:\.\d+)?)", key.split("This set is drawn")[0]))
+    assert sorted(float(x) for x in table) == [-2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2]
+    used = re.findall(r"e\^(-?\d+(?:\.\d+)?) [=≈] (\d+(?:\.\d+)?)", key.split("This set is drawn")[1])
+    assert used and all(table.get(x) == value for x, value in used), used[:5]
+    for problem in record(tmp_path)["problems"]:  # and the weights follow from those values
+        for name, steps in problem["steps"].items():
+            if name.endswith("weights") and problem["type"] != "mistake":
+                for row in steps:
+                    assert abs(sum(w for w in row if w is not None) - 1) < 1e-9
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["--difficulty", "hard"], "needs whole-number entries"),
+    (["--difficulty", "easy"], "scores / sqrt(2) are never in the table; use --dk 4"),
+])
+def test_no_calculator_says_why_it_cannot_draw(tmp_path, run_cli, args, reason):
+    code, _, err = run_cli("--no-calculator", *args, "--out", tmp_path)
+    assert code == 2 and reason in err
+
+
+def test_a_scale_for_random_draws(tmp_path, run_cli):
+    assert run_cli("--scale", "1", "--count", 4, "--seed", 2, "--out", tmp_path)[0] == 0
+    assert all(p["spec"]["scale"] == 1 for p in record(tmp_path)["problems"])
+    assert "--scale 1" in (tmp_path / "answers.md").read_text()
+    assert run_cli("--no-calculator", "--difficulty", "easy", "--scale", "1/2", "--count", 3,
+                   "--out", tmp_path / "easy")[0] == 0
+    code, _, err = run_cli("--scale", "-1", "--out", tmp_path / "bad")
+    assert code == 2 and "must be positive" in err

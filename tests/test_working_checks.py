@@ -120,3 +120,17 @@ def test_the_issues_own_example_now_adds_up():
     line = next(l for l in key.splitlines() if l.startswith("- output row 1"))
     assert check_blend(line), line
     assert failures_in(key)[0] == []
+
+
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_no_calculator_keys_check_too_with_the_tables_own_values(decimals):
+    from generator.formatting import table_places
+    from generator.sampling import NO_CALCULATOR_EXPONENTS
+    options = draw_options("medium", decimals=decimals, no_calculator=True)
+    types = tuple(t for t in QUESTION_TYPES if t != "heads")
+    questions = [solve_checked(spec) for spec in sample_set(options, 13, 30, types=types)]
+    steps = [s for q in questions for sol, _ in q.solutions() for s in sol.steps if s.kind == "softmax"]
+    info = DocumentInfo(decimals=decimals, exponent_table=NO_CALCULATOR_EXPONENTS,
+                        table_places=table_places(steps, decimals))
+    failed, checked = failures_in(render(render_markdown, questions, info)["answers.md"])
+    assert checked > 200 and failed == []
