@@ -184,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
         notes += roster.notes if roster else []
         sets = solve_sets(args, specs)
         drawn = not (args.spec or args.problem is not None)
+        if "title" not in info_fields and all(q.spec.unscaled for qs in sets.values() for q in qs):
+            info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
         info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                             draw_command=draw_command(args, seed) if drawn else "",
                             versioned=bool(args.versions or students),

@@ -206,8 +206,12 @@ def solve(spec: ProblemSpec, mistake: str | None = None) -> Solution:
     steps += [q, k, v]
     keys = k.entries if mistake == "k-not-transposed" else transpose(k.entries)
     scores = product_step("scores", "scores = Q K^T", q.entries, keys, num)
-    scaled = scaling_step(scores, _mistaken_scale(spec, mistake), num)
-    steps += [scores, scaled]
+    steps.append(scores)
+    if spec.unscaled and mistake not in ("no-scaling", "dk-not-sqrt"):
+        scaled = scores  # scale 1: the raw dot products go into the softmax, with no step between
+    else:
+        scaled = scaling_step(scores, _mistaken_scale(spec, mistake), num)
+        steps.append(scaled)
     if spec.mask == "causal":
         scaled = causal_mask_step(scaled, num)
         steps.append(scaled)
@@ -273,7 +277,7 @@ def causal_mask_step(scaled: Step, num: Evaluator) -> Step:
                     for i, row in enumerate(scaled.entries))
     working = tuple(MaskedEntry(i, j) for i, row in enumerate(entries)
                     for j in range(len(row)) if j > i)
-    return Step(name="masked", formula="masked = scaled, -inf where key j > query i",
+    return Step(name="masked", formula=f"masked = {scaled.name}, -inf where key j > query i",
                 kind="masking", entries=entries, working=working)
 
 

@@ -116,11 +116,12 @@ def row_question(spec: ProblemSpec) -> Question:
     scores = solution.step("scores").entries[spec.row]
     visible = spec.row + 1 if spec.mask == "causal" else len(scores)
     row = Step("scores", "one row of scores (given)", "given", (scores[:visible],))
-    scaled = scaling_step(row, spec, num)
+    scaled = row if spec.unscaled else scaling_step(row, spec, num)
     weights = softmax_step(scaled, num)
     top = the_top_key(weights.entries[0], spec)
-    parts = lettered([Part("row-scaled", 1, (scaled,)),
-                      Part("row-weights", 3, (weights,), answer=(top, weights.entries[0][top]))])
+    scaling = [] if spec.unscaled else [Part("row-scaled", 1, (scaled,))]
+    parts = lettered([*scaling, Part("row-weights", 3 + spec.unscaled, (weights,),
+                                     answer=(top, weights.entries[0][top]))])
     return Question("row", spec, solution, (row,), parts)
 
 
@@ -174,9 +175,11 @@ def heads_question(spec: ProblemSpec) -> Question:
                         for r in range(spec.n_queries)))
     w_o = Step("W_O", "W_O (given)", "given", num.matrix(spec.matrices["W_O"]))
     projected = product_step("projected", "projected = concat W_O", concat.entries, w_o.entries, num)
-    head_parts = [Part("head", 4, tuple(h.step(n) for n in ("scores", "scaled", "weights", "output")),
-                       step_marks=(1, 1, 1, 1), label=f"Head {i + 1}", head=i + 1)
-                  for i, h in enumerate(heads)]
+    head_steps = ("scores", "weights", "output") if spec.unscaled else (
+        "scores", "scaled", "weights", "output")
+    head_parts = [Part("head", 4, tuple(h.step(n) for n in head_steps),
+                       step_marks=(1, 2, 1) if spec.unscaled else (1, 1, 1, 1),
+                       label=f"Head {i + 1}", head=i + 1) for i, h in enumerate(heads)]
     parts = lettered([Part("Q", 3, (q, k, v), step_marks=(1, 1, 1)),
                       Part("split", 2, tuple(s for h in heads for s in h.steps[:3])),
                       *head_parts, Part("concat", 1, (concat,), step_marks=(1,)),
@@ -190,7 +193,7 @@ def concept_question(spec: ProblemSpec) -> Question:
     shuffle = np.random.default_rng(zlib.crc32(spec.id.encode()))
     items = tuple(_shuffled(item, shuffle) for item in (
         _top_attention(solution, spec.row), _row_sum(spec), _output_shape(spec),
-        _no_scaling(solution, spec)))
+        *(() if spec.unscaled else (_no_scaling(solution, spec),))))
     given = (solution.step("scores"), solution.step("weights"))
     parts = lettered([Part(f"concept-{item.topic}", 1) for item in items])
     return Question("concept", spec, solution, given, parts, items=items)

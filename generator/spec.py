@@ -63,6 +63,11 @@ class ProblemSpec:
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
 
     @property
+    def unscaled(self) -> bool:
+        """Scale 1: attention on the raw dot products, softmax(QK^T)V, with no scaling step."""
+        return self.scale is not None and self.scale == 1
+
+    @property
     def from_embeddings(self) -> bool:
         return "X" in self.matrices
 

@@ -63,6 +63,7 @@ def practice_data(paper: Paper, decimals: int) -> dict:
             "given": {s.name: [[n.value for n in row] for row in s.entries] for s in question.given},
             "scale": None if spec.scale is None else float(spec.scale),
             "mask": spec.mask,
+            "unscaled": spec.unscaled,
             "choices": [item.answer for item in question.items],
             "wrong_step": spec.mistake and MISTAKES[spec.mistake],
         }

@@ -185,3 +185,17 @@ def test_a_scale_for_random_draws(tmp_path, run_cli):
                    "--out", tmp_path / "easy")[0] == 0
     code, _, err = run_cli("--scale", "-1", "--out", tmp_path / "bad")
     assert code == 2 and "must be positive" in err
+
+
+def test_scale_one_reads_as_unscaled_attention(tmp_path, run_cli):
+    assert run_cli("--scale", "1", "--types", "full,masked,row,heads,concept", "--seed", 3,
+                   "--pdf", "--out", tmp_path)[0] == 0
+    key, sheet = (tmp_path / "answers.tex").read_text(), (tmp_path / "questions.md").read_text()
+    assert "Dot{-}product self{-}attention" in key and "Scaled" not in key
+    assert r"\tilde{S}" not in key and "1\\, S" not in key and "scale * scores" not in key
+    assert r"\operatorname{softmax}\!\left(QK^{\top} + M\right) V" in key
+    assert "scores not scaled: softmax(Q K^T)" in sheet
+    problems = record(tmp_path)["problems"]
+    assert all("scaled" not in p["steps"] and not any(n.endswith(".scaled") for n in p["steps"])
+               for p in problems)
+    assert [len(p["choices"]) for p in problems if p["type"] == "concept"] == [3]  # no "without scaling"

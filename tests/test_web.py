@@ -196,3 +196,32 @@ def test_heads_carry_each_heads_own_values(page, web_run):
     head1.locator("button.check").click()
     # 9 scores right although Q_1 and K_1 are not the key's; the other grids are empty
     assert head1.locator(".marks").text_content() == "9 of 33 right"
+
+
+@needs_browser
+def test_unscaled_weights_carry_forward_from_the_students_own_scores(tmp_path, run_cli):
+    """Scale 1 has no scaling grid: the weights follow from the student's own scores."""
+    import math
+
+    from playwright.sync_api import sync_playwright
+    out = tmp_path / "out"
+    assert run_cli("--scale", "1", "--types", "full", "--count", 1, "--seed", 4, "--practice",
+                   "--format", "html", "--out", out)[0] == 0
+    problem_id = json.loads((out / "problems.json").read_text())["problems"][0]["id"]
+    scores = [[float(x) for x in row] for row in key_rows(out, problem_id, "scores")]
+    scores[0][0] += 1  # a slip in the scores
+    own_weights = [[math.exp(x) / sum(math.exp(y) for y in row) for x in row] for row in scores]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((out / "practice.html").as_uri())
+        section = page.locator("section.problem").first
+        assert section.locator("table.grid[data-name=scaled]").count() == 0
+        fill(section.locator("table.grid[data-name=scores]"), [[f"{x:g}" for x in r] for r in scores])
+        weights = section.locator("table.grid[data-name=weights]")
+        fill(weights, [[f"{x:.4f}" for x in row] for row in own_weights])
+        part = section.locator(".part").filter(has=page.locator("table.grid[data-name=weights]"))
+        part.locator("button.check").click()
+        assert part.locator(".marks").text_content() == "9 of 9 right \u2713"
+        browser.close()

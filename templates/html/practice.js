@@ -58,8 +58,10 @@
     }
     const scale = problem.scale === null ? 1 / Math.sqrt(problem.d_k) : problem.scale;
     const inputs = {
-      scores: () => [own("Q"), own("K")], scaled: () => [own("scores")], masked: () => [own("scaled")],
-      weights: () => [own(problem.mask === "causal" ? "masked" : "scaled")], output: () => [own("weights"), own("V")],
+      scores: () => [own("Q"), own("K")], scaled: () => [own("scores")],
+      masked: () => [own(problem.unscaled ? "scores" : "scaled")],
+      weights: () => [own(problem.mask === "causal" ? "masked" : problem.unscaled ? "scores" : "scaled")],
+      output: () => [own("weights"), own("V")],
     }[name];
     if (!inputs) return null;
     const args = inputs();
