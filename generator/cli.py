@@ -31,7 +31,7 @@ from .output import OutputError, OutputFolder, OutputRefused
 from .paper import ExamProblem, Paper, answer_keys, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .questions import Question, build_question
-from .render import DocumentInfo, render_latex, render_markdown
+from .render import DocumentInfo, ignored_overrides, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
 from .web import render_moodle, render_practice
 from .sampling import (EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS,
@@ -52,7 +52,8 @@ MAX_HEADER_TEXT = 500
 MAX_TOTAL_PROBLEMS = 5000
 PRINTABLE = {"md": "answers.md", "json": "problems.json"}  # --format that print to the terminal
 FORMATS = ("html", "moodle", *PRINTABLE)
-HEADER_FIELDS = ("title", "course", "date", "instructions")
+HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
+MAX_EXTRA_FIELDS = 20
 # What a run may write in its output folder: these names and these folders' files.
 OUTPUT_NAMES = {"questions.tex", "answers.tex", "questions.pdf", "answers.pdf", "questions.md",
                 "answers.md", "problems.json", "practice.html", "moodle.xml"}
@@ -181,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
         students = roster.students if roster else None
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
         specs, notes = problem_sets(args, seed, students)
+        notes += ignored_overrides(args.templates) if args.templates else []
         notes += roster.notes if roster else []
         sets = solve_sets(args, specs)
         drawn = not (args.spec or args.problem is not None)
@@ -451,23 +453,29 @@ def pdfs_with_progress(sources: dict[str, str], folder: Path, questions: list[Pa
         return build_pdfs(sources, folder, questions, keys, on_done=lambda name: bar.update())
 
 
-def header_fields(args: argparse.Namespace) -> dict[str, str]:
-    """Header texts: from --config first, then each option given on the command line."""
+def header_fields(args: argparse.Namespace) -> dict:
+    """Header texts: from --config first, then each option given on the command line; a
+    config's [extra] table (for a teacher's own templates) arrives as ``extra``."""
     fields = load_header_config(args.config) if args.config else {}
     fields.update({name: getattr(args, name) for name in HEADER_FIELDS
                    if getattr(args, name) is not None})
-    for name, text in fields.items():
+    extra = fields.pop("extra", {})
+    for name, text in [*fields.items(), *((f"extra.{k}", v) for k, v in extra.items())]:
         if not isinstance(text, str) or len(text) > MAX_HEADER_TEXT:
             raise UsageError(f"{name} must be text of at most {MAX_HEADER_TEXT} characters")
-    return fields
+    return {**fields, "extra": tuple(sorted(extra.items()))} if extra else fields
 
 
-def load_header_config(path: Path) -> dict[str, str]:
+def load_header_config(path: Path) -> dict:
     config = parse_toml(read_user_file(path, "the header config"), path)
-    unknown = sorted(set(config) - set(HEADER_FIELDS))
+    unknown = sorted(set(config) - set(HEADER_FIELDS) - {"extra"})
     if unknown:
-        raise UsageError(f"--config {path}: unknown key {unknown[0]!r} "
-                         f"(known: {', '.join(HEADER_FIELDS)})")
+        raise UsageError(f"--config {path}: unknown key {unknown[0]!r} (known: "
+                         f"{', '.join(HEADER_FIELDS)}, and an [extra] table for your templates)")
+    extra = config.get("extra", {})
+    if not isinstance(extra, dict) or len(extra) > MAX_EXTRA_FIELDS:
+        raise UsageError(f"--config {path}: [extra] must be a table of at most "
+                         f"{MAX_EXTRA_FIELDS} texts, e.g. room = \"B12\"")
     return config
 
 

@@ -15,6 +15,7 @@ template can read the values it is given and call the filters, nothing more
 from __future__ import annotations
 
 import builtins
+import difflib
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -50,6 +51,8 @@ class DocumentInfo:
     decimals: int = 4
     draw_command: str = ""  # how to draw the same random set again; empty for a spec file
     versioned: bool = False  # several versions or a roster: label each paper
+    institution: str = ""
+    extra: tuple = ()  # --config's [extra] texts, (name, text) pairs, for a teacher's templates
     exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
     table_places: int = 4  # ... with this many decimals, which the softmax working uses too
 
@@ -96,6 +99,31 @@ def _render(environment, folder: str, name: str, papers, info, **extra) -> str:
     except Exception as error:  # a filter given the wrong kind of value, say by a user's template
         raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}, rendering "
                                           f"{folder}/{name}") from error
+
+
+# Folders whose templates are looked up by a step's, part's or type's name at run time.
+LOOKED_UP_BY_NAME = ("steps", "parts", "keys", "statements", "concepts", "mistakes")
+
+
+def ignored_overrides(folder: Path) -> list[str]:
+    """Files of a teacher's template folder that no run would read: not in a place of a
+    built-in template, not in a folder looked up by name, not included by another of theirs."""
+    builtin = {p.relative_to(BUILTIN_TEMPLATES).as_posix()
+               for p in BUILTIN_TEMPLATES.rglob("*") if p.is_file()}
+    mine = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*")) if p.is_file()}
+    texts = "\n".join(p.read_text(encoding="utf-8", errors="replace")[:100_000]
+                      for p in list(mine.values())[:500])
+    notes = []
+    for name in mine:
+        parts = name.split("/")
+        looked_up = len(parts) == 3 and parts[1] in LOOKED_UP_BY_NAME and name.endswith(".j2")
+        if name in builtin or looked_up or name in texts:
+            continue
+        near = difflib.get_close_matches(name, builtin, n=1, cutoff=0.5) or [
+            b for b in sorted(builtin) if b.endswith("/" + parts[-1])][:1]
+        notes.append(f"{folder / name} is not where a template is read, so it is ignored"
+                     + (f" (did you mean {folder / near[0]}?)" if near else ""))
+    return notes
 
 
 def markdown_environment(decimals: int, user_templates: Path | None = None,

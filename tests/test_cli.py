@@ -185,3 +185,27 @@ def test_the_wheel_builds_quietly_and_carries_every_template(tmp_path):
     templates = {"generator/templates/" + path.relative_to(root / "templates").as_posix()
                  for path in (root / "templates").rglob("*") if path.is_file()}
     assert templates == shipped
+
+
+def test_an_institution_line_and_extra_fields_for_ones_own_templates(tmp_path, run_cli):
+    config = tmp_path / "header.toml"
+    config.write_text('institution = "Université de Test"\ncourse = "ML 101"\n[extra]\nroom = "B12"\n')
+    mine = tmp_path / "mine" / "latex"
+    mine.mkdir(parents=True)
+    builtin = Path(__file__).resolve().parent.parent / "templates" / "latex" / "header.tex.j2"
+    (mine / "header.tex.j2").write_text(builtin.read_text() + "Room: << dict(info.extra).room >>\n")
+    code, _, err = run_cli("--count", 1, "--config", config, "--templates", tmp_path / "mine",
+                           "--out", tmp_path / "o")
+    assert code == 0, err
+    questions = (tmp_path / "o" / "questions.tex").read_text()
+    assert "Université de Test" in questions and "Room: B12" in questions
+    assert (tmp_path / "o" / "questions.md").read_text().count("Université de Test") == 1
+
+
+def test_an_override_in_the_wrong_place_is_reported(tmp_path, run_cli):
+    (tmp_path / "mine" / "latex" / "step").mkdir(parents=True)
+    (tmp_path / "mine" / "latex" / "step" / "softmax.tex.j2").write_text("x\n")
+    code, _, err = run_cli("--count", 1, "--templates", tmp_path / "mine", "--out", tmp_path / "o")
+    assert code == 0
+    assert "step/softmax.tex.j2 is not where a template is read, so it is ignored" in err
+    assert "did you mean" in err and "latex/steps/softmax.tex.j2" in err

@@ -57,3 +57,16 @@ def test_every_readme_command_runs_as_shown(shared_folder, readers_folder, run_c
         words += ["--out", "out"]
     code, _, err = run_cli(*words)
     assert code == 0, err
+
+
+def test_the_readme_names_every_template():
+    root = Path(__file__).resolve().parent.parent / "templates"
+    for path in root.rglob("*"):
+        if path.is_file():
+            name = path.relative_to(root).as_posix()
+            folder, _, rest = name.rpartition("/")
+            family = f"{folder}/<" in README  # e.g. latex/steps/<step or kind>.tex.j2
+            markdown = name.startswith("markdown/") and (
+                "latex/" + name[len("markdown/"):].replace(".md.j2", ".tex.j2") in README
+                or f"latex/{folder[len('markdown/'):]}/<" in README)
+            assert name in README or family or markdown, name
