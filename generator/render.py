@@ -27,6 +27,7 @@ import sympy
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
+from . import insight
 from .engine import Num
 from .paper import Paper, writing_lines
 from .typesetting import PDFLATEX, right_to_left, typesetting_for
@@ -102,7 +103,7 @@ def _render(environment, folder: str, name: str, papers, info, **extra) -> str:
 
 
 # Folders whose templates are looked up by a step's, part's or type's name at run time.
-LOOKED_UP_BY_NAME = ("steps", "parts", "keys", "statements", "concepts", "mistakes")
+LOOKED_UP_BY_NAME = ("steps", "parts", "keys", "statements", "concepts", "mistakes", "notes")
 
 
 def ignored_overrides(folder: Path) -> list[str]:
@@ -236,6 +237,8 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(x))
     environment.filters["num_of"] = Num.of
+    environment.filters.update(attention_focus=insight.attention_focus,
+                               blend_focus=insight.blend_focus, scaling_effect=insight.scaling_effect)
     environment.filters["article"] = lambda n: "an" if str(n).startswith("8") or n in (11, 18) else "a"
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment

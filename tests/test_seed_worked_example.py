@@ -59,3 +59,14 @@ def test_answer_key_shows_the_seed_working_line_by_line():
         "output row 2 = 0.1956·[1, 0] + 0.8044·[0, 1] ≈ [0.1956, 0.8044]",
     ):
         assert line in answers
+
+
+def test_the_key_says_what_the_numbers_mean():
+    """As the seed explains it: token 2 attends mostly to itself, and scaling tempers it."""
+    answers = render(render_markdown, [make_question(**WORKED_EXAMPLE)])["answers.md"]
+    assert ("token 1 attends most to itself (0.6698), whose score 0.7071 is the largest it sees; "
+            "token 2 attends most to itself (0.8044), whose score 1.4142 is the largest it sees.") in answers
+    # without the 1/sqrt(2), row 2 would be softmax([0, 2]): e^2/(1 + e^2) = 0.8808
+    assert "Here token 2's largest weight is 0.8044; on the raw scores it would be 0.8808." in answers
+    assert "Output row 1 takes most (0.6698) from value row 1; output row 2 takes most (0.8044) " \
+           "from value row 2." in answers
