@@ -28,6 +28,7 @@ EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
 MASK_CHOICES = ("none", "causal", "mixed")
 MAX_ATTEMPTS = 5000
+DIAGONAL_ENTRIES = (-2, -1, 1, 2, 3)
 # --no-calculator: the exponentials a student may need, printed on the question sheet.
 NO_CALCULATOR_EXPONENTS = tuple(sympy.Rational(k, 2) for k in range(-4, 5))  # -2, -1.5, ..., 2
 
@@ -258,8 +259,8 @@ def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:
 def _weights(rng, kind: str, rows: int, columns: int) -> np.ndarray:
     if kind == "identity":
         return np.eye(rows, columns)
-    if kind == "diagonal":
-        return np.eye(rows, columns) * rng.integers(1, 4, size=columns)
+    if kind == "diagonal":  # signed, so that easy sets vary: scores of either sign
+        return np.eye(rows, columns) * rng.choice(DIAGONAL_ENTRIES, size=columns)
     if kind == "integer":
         return rng.choice([-1, 0, 1], p=[0.25, 0.4, 0.35], size=(rows, columns)).astype(float)
     return np.round(rng.standard_normal((rows, columns)), 2)

@@ -63,7 +63,20 @@ def test_easy_is_the_first_seeds_kind():
         assert sorted(map(tuple, spec.matrices["X"])) == [(0, 1), (1, 0)]  # one-hot
         for name in ("W_Q", "W_K", "W_V"):
             w = spec.matrices[name]
-            assert w[0][1] == w[1][0] == 0 and all(w[i][i] in (1, 2, 3) for i in range(2))
+            assert w[0][1] == w[1][0] == 0 and all(w[i][i] in (-2, -1, 1, 2, 3) for i in range(2))
+
+
+def test_easy_sets_vary():
+    """Twenty easy problems used to need five softmax calculations between them."""
+    rows = {tuple(sorted(round(float(x), 4) for x in row))
+            for spec in sample_set(draw_options("easy"), 7, 20) for row in spec_scores(spec)}
+    assert len(rows) >= 8
+
+
+def spec_scores(spec):
+    import numpy as np
+    x, w_q, w_k = (np.array(spec.matrices[n], dtype=float) for n in ("X", "W_Q", "W_K"))
+    return (x @ w_q) @ (x @ w_k).T / np.sqrt(spec.d_k)
 
 
 def test_medium_is_small_integers_with_exact_scaling():
@@ -123,7 +136,8 @@ def test_problem_id_regenerates_a_problem_from_a_twenty_problem_set(tmp_path, ru
     (["--problem", ""], "--problem needs an id"),
     (["--problem", "M42v0-7"], "the version must be between 1 and 500"),
     (["--problem", "M42-7", "--seed", "1"], "--problem ID draws one problem named by its id; it takes no --count, --seed"),
-    (["--count", "800", "--types", "full", "--difficulty", "easy"], "could not draw problem 577 (a full question)"),
+    (["--count", "5", "--types", "full", "--difficulty", "easy", "--weights", "identity"],
+     "could not draw problem 2 (a full question)"),
     (["--types", "heads", "--difficulty", "easy"], "cannot draw heads questions with these options: with diagonal weights"),
     (["--decimals", "0"], "at 0 decimals every attention weight shows as 0 or 1"),
 ])

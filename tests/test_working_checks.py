@@ -108,7 +108,7 @@ def test_every_working_line_of_many_keys_recomputes_to_what_it_prints(difficulty
     questions = [solve_checked(spec) for spec in sample_set(options, 13, 42, types=types)]
     key = render(render_markdown, questions, DocumentInfo(decimals=decimals))["answers.md"]
     failed, checked = failures_in(key)
-    assert checked > 400
+    assert checked > 300
     assert failed == []
 
 
