@@ -93,7 +93,8 @@ def paper_record(paper: Paper) -> dict:
 
 def spec_record(spec: ProblemSpec) -> dict:
     """The spec as a teacher's spec file would write it: it can be loaded back."""
-    record = {name: [[_spec_entry(x) for x in row] for row in matrix]
+    record = {name: [[str(x) if (name, i, j) in spec.fractions else _spec_entry(x)
+                      for j, x in enumerate(row)] for i, row in enumerate(matrix)]
               for name, matrix in spec.matrices.items()}
     record["mask"] = spec.mask
     if spec.scale is not None:

@@ -138,6 +138,9 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
         paren=lambda n: fmt.parenthesized(number(n)),
         vector=lambda nums: "[" + ", ".join(number(n) for n in nums) + "]",
         matrix=lambda step: fmt.plain_matrix([[number(n) for n in row] for row in step.entries]),
+        given_matrix=lambda step, spec: fmt.plain_matrix(
+            [[str(n.exact) if (step.name, i, j) in spec.fractions else number(n)
+              for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
         **_relations(decimals, exact="=", rounded="≈"),
         **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
@@ -162,7 +165,12 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
                                                        for row in step.entries])),
         exact=lambda n: _trusted_or_none(fmt.short_exact_latex(n, decimals)),
         tex=lambda value: NoEscape(fmt.exact_latex(value)),
+        given_matrix=lambda step, spec: NoEscape(fmt.latex_matrix(
+            [[fmt.exact_latex(n.exact) if (step.name, i, j) in spec.fractions else number(n)
+              for j, n in enumerate(row)] for i, row in enumerate(step.entries)])),
         symbol=lambda name, head=None: NoEscape(fmt.latex_symbol(name, head)),
+        # a command may wrap after a space or a slash of a long path, never run off the page
+        breakable=lambda text: NoEscape(_escape_untrusted(text).replace("/", r"/\allowbreak{}")),
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
         **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,

@@ -61,6 +61,7 @@ class ProblemSpec:
     mistake: str | None = None  # mistake: which of MISTAKE_NAMES the worked solution makes
     swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
+    fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
 
     @property
     def unscaled(self) -> bool:
@@ -132,7 +133,8 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
     _check_shapes(matrices, where)
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
-                       scale=_parse_scale(record, where), title=_parse_title(record, where))
+                       scale=_parse_scale(record, where), title=_parse_title(record, where),
+                       fractions=_written_as_fractions(record, matrices))
     return _with_question(spec, record, where)
 
 
@@ -296,6 +298,15 @@ def _matrix_names(record: dict, where: str) -> tuple[str, ...]:
     if missing:
         raise SpecError(f"{where}: missing {missing[0]} (a problem needs {', '.join(names)})")
     return names
+
+
+def _written_as_fractions(record: dict, matrices: dict[str, Matrix]) -> frozenset:
+    """Entries typed as a fraction ("1/2") that are one: they print as the teacher wrote them."""
+    return frozenset(
+        (name, i, j) for name, matrix in matrices.items()
+        for i, row in enumerate(matrix) for j, value in enumerate(row)
+        if isinstance(record[name][i][j], str) and "/" in record[name][i][j]
+        and value.is_Rational and not value.is_Integer)
 
 
 def _parse_matrix(rows, name: str, where: str) -> Matrix:

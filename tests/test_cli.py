@@ -54,7 +54,7 @@ def test_json_list_of_problems_with_mask_scale_and_exact_strings(tmp_path, run_c
     assert masked["steps"]["weights"][0] == [1.0, 0.0]
     assert masked["exact"]["weights"][0] == ["1", "0"]
     assert cross["shape"] == {"n_queries": 1, "n_keys": 3, "d_model": None, "d_k": 2, "d_v": 1}
-    assert cross["spec"]["Q"] == [[0.5, "sqrt(2)/2"]]
+    assert cross["spec"]["Q"] == [["1/2", "sqrt(2)/2"]]  # as the teacher wrote it
     assert cross["spec"]["scale"] == 1
     assert "scaled" not in cross["steps"]  # scale 1: softmax of the raw scores, no scaling step
     assert "X" not in cross["steps"]

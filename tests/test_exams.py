@@ -199,3 +199,38 @@ def test_scale_one_reads_as_unscaled_attention(tmp_path, run_cli):
     assert all("scaled" not in p["steps"] and not any(n.endswith(".scaled") for n in p["steps"])
                for p in problems)
     assert [len(p["choices"]) for p in problems if p["type"] == "concept"] == [3]  # no "without scaling"
+
+
+def test_a_fraction_prints_as_the_teacher_wrote_it(tmp_path, run_cli):
+    spec = tmp_path / "mine.toml"
+    spec.write_text('X = [["1/2", 0], [0, 1]]\nW_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, "2/3"]]\n'
+                    'W_V = [[0.5, 0], [0, 1]]\n')
+    assert run_cli("--spec", spec, "--out", tmp_path / "o")[0] == 0
+    sheet, tex = (tmp_path / "o" / "questions.md").read_text(), (tmp_path / "o" / "questions.tex").read_text()
+    assert "[ 1/2  0 ]" in sheet and "[ 0  2/3 ]" in sheet and "[ 0.5  0 ]" in sheet
+    assert r"\frac{1}{2} & 0" in tex and r"\frac{2}{3}" in tex
+    again = record(tmp_path / "o")["problems"][0]["spec"]
+    assert again["X"][0][0] == "1/2" and again["W_V"][0][0] == 0.5  # the record keeps the form
+
+
+def test_a_value_exact_in_disguise_prints_exactly():
+    import sympy
+
+    from generator.engine import Num
+    from generator.formatting import decimal_text, is_exact_at
+    e = sympy.E
+    two = Num.of((2 + 4 * e) / (1 + 2 * e))
+    assert decimal_text(two, 4) == "2" and is_exact_at(two, 4)
+    almost = Num.of((2 + 4 * e) / (1 + 2 * e) + sympy.Rational(1, 10**12))
+    assert not is_exact_at(almost, 4) and decimal_text(almost, 4) == "2.0000"
+
+
+def test_a_long_redraw_command_wraps_inside_the_margin(tmp_path, run_cli):
+    key = tmp_path / ("a-very-long-folder-name/" * 4) / "exam.key"
+    assert run_cli("--count", 1, "--key-file", key, "--pdf", "--out", tmp_path / "o")[0] == 0
+    from pypdf import PdfReader
+    text = PdfReader(tmp_path / "o" / "answers.pdf").pages[0].extract_text()
+    assert "exam.key" in text
+    from generator.pdf import compile_pdfs
+    log = compile_pdfs({"answers.tex": (tmp_path / "o" / "answers.tex").read_text()})["answers.pdf"].log
+    assert "Overfull" not in log
