@@ -1,4 +1,4 @@
-"""The command line, ``gen-problems``: it only wires the stages together.
+"""The command line, ``gen-problems``: it parses options and wires the stages together.
 
 specs (random or a teacher's file) -> solve + cross-check -> render -> write.
 Everything is solved and rendered before the output folder changes, and then the
@@ -19,37 +19,29 @@ import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import jinja2
 
-from .crosscheck import CrossCheckError, check_product, cross_check
-from .exact import to_float
+from .crosscheck import CrossCheckError
+from .exact import parse_exact
 from .export import problems_json
+from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused
-from .paper import ExamProblem, Paper, answer_keys, question_papers
+from .paper import Paper, answer_keys, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
-from .questions import Question, build_question
+from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
+                       solve_sets)
 from .render import DocumentInfo, ignored_overrides, render_latex, render_markdown
 from .roster import MAX_STUDENTS, load_roster
+from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
+from .spec import QUESTION_TYPES, SpecError, parse_toml, read_user_file
 from .web import render_moodle, render_practice
-from .sampling import (EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS,
-                       difficulty_of, draw_options, drawable_types, sample_problem, sample_set)
-from .exact import parse_exact
-from .formatting import table_places
-from .exam_key import load_or_create_key
-from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_recorded_problem, load_spec_file,
-                   parse_toml, read_user_file)
 
-MAX_COUNT = 2000
-DEFAULT_COUNT = 20
 MAX_SEED = 10**18
 EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
 MAX_DECIMALS = 10
-DEFAULT_DECIMALS = 4
 MAX_HEADER_TEXT = 500
-MAX_TOTAL_PROBLEMS = 5000
 PRINTABLE = {"md": "answers.md", "json": "problems.json"}  # --format that print to the terminal
 FORMATS = ("html", "moodle", *PRINTABLE)
 HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
@@ -204,46 +196,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def softmax_steps(sets: dict[int, list[Question]]):
-    return [step for questions in sets.values() for question in questions
-            for solution, _ in question.solutions() for step in solution.steps
-            if step.kind == "softmax" and step.working]
-
-
-def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Question]]:
-    """Every version solved and checked; with --minutes or --marks, as many problems as fit the
-    budget (the first version decides how many, so that every version is as long)."""
-    budget = budget_of(args)
-    if budget is None:
-        return {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
-                for version, version_specs in specs.items()}
-    name, limit, measure = budget
-    first = next(iter(specs))
-    fitted, used = [], 0
-    for spec in specs[first]:
-        question = solve_checked(spec)
-        cost = measure(ExamProblem(len(fitted) + 1, question))
-        if used + cost > limit:
-            break
-        fitted.append(question)
-        used += cost
-    if not fitted:
-        raise UsageError(f"--{name} {limit}: the first problem alone takes {cost} {name}; "
-                         f"allow more, or draw smaller problems (--difficulty, --tokens, --types)")
-    return {version: fitted if version == first else
-            [solve_checked(spec) for spec in version_specs[:len(fitted)]]
-            for version, version_specs in specs.items()}
-
-
-def budget_of(args):
-    """(option, limit, what a problem costs) for --minutes or --marks, or None."""
-    if args.minutes is not None:
-        return "minutes", args.minutes, lambda problem: problem.minutes
-    if args.marks is not None:
-        return "marks", args.marks, lambda problem: problem.marks
-    return None
-
-
 def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
                      notes: list[str]) -> dict:
     """Every output file's content, keyed by its path in the output folder; what the teacher
@@ -327,23 +279,6 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]], list[str]]:
-    """The specs of each version (one version unless --versions or a roster asks for more),
-    and notes for the teacher on what the mix left out."""
-    if args.spec:
-        return {1: load_spec_file(Path(args.spec))}, []
-    if args.record:
-        return {1: [load_recorded_problem(args.record, args.problem)]}, []
-    versions = args.versions or (len(students) if students else 1)
-    if versions * problem_count(args) > MAX_TOTAL_PROBLEMS:
-        raise UsageError(f"{versions} versions of {problem_count(args)} problems is more than "
-                         f"{MAX_TOTAL_PROBLEMS} problems in one run")
-    options, types, skipped = draw_plan(args)
-    notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
-    return {version: draw_specs(args, options, types, seed, version)
-            for version in range(1, versions + 1)}, notes
-
-
 def scale_value(text: str):
     """--scale: an exact positive number, as a spec file's scale (1, 1/2, sqrt(2)/4)."""
     try:
@@ -375,72 +310,6 @@ def comma_list(allowed: tuple[str, ...], what: str):
                                              f"(expected some of: {', '.join(allowed)})")
         return names
     return parse
-
-
-def problem_count(args: argparse.Namespace) -> int:
-    """--count, or a list of types read as "these problems, in this order" (default 20); with a
-    budget of minutes or marks, enough problems to choose from (each takes at least 1)."""
-    budget = budget_of(args)
-    if budget is not None:
-        return min(MAX_COUNT, budget[1])
-    listed = len(args.types or ())
-    if args.count is None:
-        return listed if listed > 1 else DEFAULT_COUNT
-    if listed > 1 and args.count % listed:
-        raise UsageError(f"--types lists {listed} problems and --count repeats that list, so "
-                         f"--count must be {listed}, {2 * listed}, {3 * listed}, ...; got {args.count}")
-    return args.count
-
-
-def draw_plan(args: argparse.Namespace):
-    """The draw options, the types taken in turn, and the types left out (with why)."""
-    difficulty = args.difficulty or (difficulty_of(args.problem) if args.problem else None)
-    options = draw_options(difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
-                           d_model=args.d_model, d_k=args.dk, d_v=args.dv,
-                           embeddings=args.embeddings, weights=args.weights, mask=args.mask,
-                           scale=args.scale, no_calculator=args.no_calculator or None)
-    if not (args.practice or args.problem is not None):  # an exam: its draws are the teacher's
-        options = replace(options, secret=load_or_create_key(args.key_file))
-    return (options, *drawable_types(args.types or QUESTION_TYPES, options, bool(args.types)))
-
-
-def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -> list[ProblemSpec]:
-    if args.problem is not None:
-        return [sample_problem(options, args.problem, types)]
-    return sample_set(options, seed, problem_count(args), version, types)
-
-
-def draw_command(args: argparse.Namespace, seed: int) -> str:
-    """The options that fix a random set, so the documents can say how to draw it again."""
-    budget = budget_of(args)
-    size = f"--{budget[0]} {budget[1]}" if budget else f"--count {problem_count(args)}"
-    words = [f"--seed {seed}", size, f"--difficulty {args.difficulty or 'medium'}"]
-    if args.practice:
-        words.append("--practice")
-    elif args.key_file:
-        words.append(f"--key-file {args.key_file}")
-    if args.tokens:
-        words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
-    for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
-        if getattr(args, name) is not None:
-            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
-    if args.types:
-        words.append(f"--types {','.join(args.types)}")
-    if args.scale is not None:
-        words.append(f"--scale {args.scale}")
-    if args.no_calculator:
-        words.append("--no-calculator")
-    if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
-        words.append(f"--decimals {args.decimals}")
-    return "gen-problems " + " ".join(words)
-
-
-def progress(items, label: str):
-    """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
-    if not sys.stderr.isatty() or len(items) < 50:
-        return items
-    from tqdm import tqdm  # imported only when shown: it is a fifth of a short run's start-up
-    return tqdm(items, desc=label, unit="problem", leave=False)
 
 
 def pdfs_with_progress(sources: dict[str, str], folder: Path, questions: list[Paper] | None,
@@ -520,20 +389,6 @@ def check_options(args: argparse.Namespace) -> None:
         raise UsageError(f"--templates {args.templates}: no such folder")
     if args.pdf:
         require_tex()
-
-
-def solve_checked(spec: ProblemSpec) -> Question:
-    """Build the question, then hold every solution in it against the independent
-    numpy pipeline (mistakes included), and the heads' projection too."""
-    question = build_question(spec)
-    for solution, mistake in question.solutions():
-        scale = None if solution.spec.scale is None else to_float(solution.spec.scale)
-        cross_check({step.name: step.numeric for step in solution.steps},
-                    solution.spec.mask, scale, mistake)
-    if question.heads:
-        steps = question.named_steps()
-        check_product(steps["concat"].numeric, steps["W_O"].numeric, steps["projected"].numeric)
-    return question
 
 
 def entry() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from generator.cli import main, solve_checked
+from generator.cli import main
+from generator.pipeline import solve_checked
 from generator.paper import answer_keys, question_papers
 from generator.render import DocumentInfo
 from generator.spec import spec_from_record

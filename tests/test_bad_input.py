@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import folder_files
-from generator.cli import solve_checked
+from generator.pipeline import solve_checked
 from generator.spec import SpecError, spec_from_record
 
 GOOD = '''X   = [[1, 0], [0, 1]]

@@ -9,7 +9,7 @@ import pytest
 from pypdf import PdfReader
 
 from conftest import folder_files, module05_record, render
-from generator.cli import solve_checked
+from generator.pipeline import solve_checked
 from generator.formatting import decimal_text
 from generator.pdf import compile_pdfs
 from generator.render import render_latex

@@ -66,7 +66,7 @@ def test_permuting_tokens_permutes_the_results(seed, difficulty):
 
 
 def make_question_from(spec):
-    from generator.cli import solve_checked
+    from generator.pipeline import solve_checked
     return solve_checked(spec)
 
 

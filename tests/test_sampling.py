@@ -8,7 +8,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.cli import solve_checked
+from generator.pipeline import solve_checked
 from generator.sampling import PRESETS, draw_options, sample_problem, sample_set
 from generator.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from generator.cli import solve_checked
+from generator.pipeline import solve_checked
 from generator.formatting import decimal_text
 from generator.spec import spec_from_record
 

@@ -13,7 +13,7 @@ from decimal import ROUND_HALF_UP, Decimal, getcontext
 import pytest
 
 from conftest import make_question, render
-from generator.cli import solve_checked
+from generator.pipeline import solve_checked
 from generator.render import DocumentInfo, render_markdown
 from generator.sampling import draw_options, sample_set
 from generator.spec import QUESTION_TYPES
@@ -23,7 +23,7 @@ NUMBER = r"-?\d+(?:\.\d+)?"
 PRODUCT = re.compile(rf"^- \S+\[\d+,\d+\] = (.+?) (?:=|≈) ({NUMBER})$")
 SCALING = re.compile(rf"^- scaled\[\d+,\d+\] = ({NUMBER}) (/|·) \(?({NUMBER})\)? (?:=|≈) ({NUMBER})")
 SOFTMAX = re.compile(r"^- Row \d+: (.+); sum = (\S+)\n  → \[(.+)\] (?:=|≈) \[(.+)\] \(the row", re.M)
-BLEND = re.compile(rf"^- output row \d+ = (.+) (?:=|≈) \[(.+)\]$")
+BLEND = re.compile(r"^- output row \d+ = (.+) (?:=|≈) \[(.+)\]$")
 
 
 def rounds_to(value: Decimal, printed: str) -> bool:

@@ -1,0 +1,165 @@
+"""Stages 1 and 2, wired: which problems a run sets, and each one built and verified.
+
+From the run's options (the command line's, or a test's): the specs of every version
+(a teacher's file, a record's one problem, or random draws, fitted to a length if
+asked), then each question built by its type and every solution inside it held
+against the independent numpy pipeline.  The CLI and the tests both call this.
+"""
+
+from __future__ import annotations
+
+import argparse  # the run's options: the command line's Namespace, or a test's
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .crosscheck import check_product, cross_check
+from .exact import to_float
+from .exam_key import load_or_create_key
+from .paper import ExamProblem
+from .questions import Question, build_question
+from .sampling import difficulty_of, draw_options, drawable_types, sample_problem, sample_set
+from .spec import (QUESTION_TYPES, ProblemSpec, SpecError, load_recorded_problem,
+                   load_spec_file)
+
+MAX_COUNT = 2000
+DEFAULT_COUNT = 20
+DEFAULT_DECIMALS = 4
+MAX_TOTAL_PROBLEMS = 5000
+
+
+def solve_checked(spec: ProblemSpec) -> Question:
+    """Build the question, then hold every solution in it against the independent
+    numpy pipeline (mistakes included), and the heads' projection too."""
+    question = build_question(spec)
+    for solution, mistake in question.solutions():
+        scale = None if solution.spec.scale is None else to_float(solution.spec.scale)
+        cross_check({step.name: step.numeric for step in solution.steps},
+                    solution.spec.mask, scale, mistake)
+    if question.heads:
+        steps = question.named_steps()
+        check_product(steps["concat"].numeric, steps["W_O"].numeric, steps["projected"].numeric)
+    return question
+
+
+def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]], list[str]]:
+    """The specs of each version (one version unless --versions or a roster asks for more),
+    and notes for the teacher on what the mix left out."""
+    if args.spec:
+        return {1: load_spec_file(Path(args.spec))}, []
+    if args.record:
+        return {1: [load_recorded_problem(args.record, args.problem)]}, []
+    versions = args.versions or (len(students) if students else 1)
+    if versions * problem_count(args) > MAX_TOTAL_PROBLEMS:
+        raise SpecError(f"{versions} versions of {problem_count(args)} problems is more than "
+                         f"{MAX_TOTAL_PROBLEMS} problems in one run")
+    options, types, skipped = draw_plan(args)
+    notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
+    return {version: draw_specs(args, options, types, seed, version)
+            for version in range(1, versions + 1)}, notes
+
+
+def problem_count(args: argparse.Namespace) -> int:
+    """--count, or a list of types read as "these problems, in this order" (default 20); with a
+    budget of minutes or marks, enough problems to choose from (each takes at least 1)."""
+    budget = budget_of(args)
+    if budget is not None:
+        return min(MAX_COUNT, budget[1])
+    listed = len(args.types or ())
+    if args.count is None:
+        return listed if listed > 1 else DEFAULT_COUNT
+    if listed > 1 and args.count % listed:
+        raise SpecError(f"--types lists {listed} problems and --count repeats that list, so "
+                         f"--count must be {listed}, {2 * listed}, {3 * listed}, ...; got {args.count}")
+    return args.count
+
+
+def budget_of(args):
+    """(option, limit, what a problem costs) for --minutes or --marks, or None."""
+    if args.minutes is not None:
+        return "minutes", args.minutes, lambda problem: problem.minutes
+    if args.marks is not None:
+        return "marks", args.marks, lambda problem: problem.marks
+    return None
+
+
+def draw_plan(args: argparse.Namespace):
+    """The draw options, the types taken in turn, and the types left out (with why)."""
+    difficulty = args.difficulty or (difficulty_of(args.problem) if args.problem else None)
+    options = draw_options(difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
+                           d_model=args.d_model, d_k=args.dk, d_v=args.dv,
+                           embeddings=args.embeddings, weights=args.weights, mask=args.mask,
+                           scale=args.scale, no_calculator=args.no_calculator or None)
+    if not (args.practice or args.problem is not None):  # an exam: its draws are the teacher's
+        options = replace(options, secret=load_or_create_key(args.key_file))
+    return (options, *drawable_types(args.types or QUESTION_TYPES, options, bool(args.types)))
+
+
+def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -> list[ProblemSpec]:
+    if args.problem is not None:
+        return [sample_problem(options, args.problem, types)]
+    return sample_set(options, seed, problem_count(args), version, types)
+
+
+def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Question]]:
+    """Every version solved and checked; with --minutes or --marks, as many problems as fit the
+    budget (the first version decides how many, so that every version is as long)."""
+    budget = budget_of(args)
+    if budget is None:
+        return {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
+                for version, version_specs in specs.items()}
+    name, limit, measure = budget
+    first = next(iter(specs))
+    fitted, used = [], 0
+    for spec in specs[first]:
+        question = solve_checked(spec)
+        cost = measure(ExamProblem(len(fitted) + 1, question))
+        if used + cost > limit:
+            break
+        fitted.append(question)
+        used += cost
+    if not fitted:
+        raise SpecError(f"--{name} {limit}: the first problem alone takes {cost} {name}; "
+                         f"allow more, or draw smaller problems (--difficulty, --tokens, --types)")
+    return {version: fitted if version == first else
+            [solve_checked(spec) for spec in version_specs[:len(fitted)]]
+            for version, version_specs in specs.items()}
+
+
+def softmax_steps(sets: dict[int, list[Question]]):
+    return [step for questions in sets.values() for question in questions
+            for solution, _ in question.solutions() for step in solution.steps
+            if step.kind == "softmax" and step.working]
+
+
+def draw_command(args: argparse.Namespace, seed: int) -> str:
+    """The options that fix a random set, so the documents can say how to draw it again."""
+    budget = budget_of(args)
+    size = f"--{budget[0]} {budget[1]}" if budget else f"--count {problem_count(args)}"
+    words = [f"--seed {seed}", size, f"--difficulty {args.difficulty or 'medium'}"]
+    if args.practice:
+        words.append("--practice")
+    elif args.key_file:
+        words.append(f"--key-file {args.key_file}")
+    if args.tokens:
+        words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
+    for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
+        if getattr(args, name) is not None:
+            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
+    if args.types:
+        words.append(f"--types {','.join(args.types)}")
+    if args.scale is not None:
+        words.append(f"--scale {args.scale}")
+    if args.no_calculator:
+        words.append("--no-calculator")
+    if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
+        words.append(f"--decimals {args.decimals}")
+    return "gen-problems " + " ".join(words)
+
+
+def progress(items, label: str):
+    """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
+    if not sys.stderr.isatty() or len(items) < 50:
+        return items
+    from tqdm import tqdm  # imported only when shown: it is a fifth of a short run's start-up
+    return tqdm(items, desc=label, unit="problem", leave=False)
