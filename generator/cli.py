@@ -25,31 +25,24 @@ import jinja2
 
 from .crosscheck import CrossCheckError
 from .exact import parse_exact
-from .export import problems_json
+from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused
 from .paper import Paper, answer_keys, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
-from .render import DocumentInfo, ignored_overrides, render_latex, render_markdown
+from .render import DocumentInfo, ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
 from .spec import QUESTION_TYPES, SpecError, parse_toml, read_user_file
-from .web import render_moodle, render_practice
 
 MAX_SEED = 10**18
 EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
 MAX_DECIMALS = 10
 MAX_HEADER_TEXT = 500
-PRINTABLE = {"md": "answers.md", "json": "problems.json"}  # --format that print to the terminal
-FORMATS = ("html", "moodle", *PRINTABLE)
 HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
 MAX_EXTRA_FIELDS = 20
-# What a run may write in its output folder: these names and these folders' files.
-OUTPUT_NAMES = {"questions.tex", "answers.tex", "questions.pdf", "answers.pdf", "questions.md",
-                "answers.md", "problems.json", "practice.html", "moodle.xml"}
-OUTPUT_FOLDERS = {"papers", "keys", "practice"}
 DRAW_OPTIONS = ("difficulty", "tokens", "d_model", "dk", "dv", "embeddings", "weights", "mask",
                 "types", "scale")
 EXIT_INTERRUPTED = 130
@@ -122,10 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", default="out", metavar="DIR",
                         help="output folder (default: out/)")
-    output.add_argument("--format", type=comma_list(FORMATS, "format"), action="extend", default=[],
+    choices = tuple(d.name for d in FORMATS.values() if not d.always or d.prints)
+    output.add_argument("--format", type=comma_list(choices, "format"), action="extend", default=[],
                         metavar="FMT[,FMT]",
-                        help="html: a self-check practice page; moodle: a Moodle XML question "
-                             "bank; md or json: also print the answer key or the JSON here")
+                        help="; ".join(f"{name}: {FORMATS[name].help}" for name in choices))
     output.add_argument("--decimals", type=int, default=DEFAULT_DECIMALS, metavar="N",
                         help="decimal places shown (default 4); computing is always exact")
     output.add_argument("--pdf", action="store_true",
@@ -168,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     with OutputFolder(args.out) as folder:  # first restores a set a killed run left half-written
         check_options(args)
         inputs = input_files(args)
-        folder.refuse_inputs_inside(inputs, OUTPUT_NAMES, OUTPUT_FOLDERS)
+        folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
         info_fields = header_fields(args)
         roster = load_roster(args.students) if args.students else None
         students = roster.students if roster else None
@@ -200,19 +193,16 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
                      notes: list[str]) -> dict:
     """Every output file's content, keyed by its path in the output folder; what the teacher
     should know (a character no font has) is added to ``notes``."""
-    questions, keys = question_papers(sets, students), answer_keys(sets)
-    papers = questions if info.versioned else None
-    documents = render_latex(questions, keys, info, args.templates)
+    rendering = Rendering(sets, question_papers(sets, students), answer_keys(sets), info,
+                          args.templates)
+    documents = FORMATS["tex"].write(rendering)  # first: the PDFs are made from these sources
     with ThreadPoolExecutor(max_workers=1) as background:
         # TeX runs in its own processes while Python renders the other formats.
         pdfs = (background.submit(pdfs_with_progress, dict(documents), folder.workspace("tex"),
-                                  papers, len(keys)) if args.pdf else None)
-        documents.update({"problems.json": problems_json(sets, info, papers),
-                          **render_markdown(questions, keys, info, args.templates)})
-        if "html" in args.format:
-            documents.update(render_practice(keys, info, args.templates))
-        if "moodle" in args.format:
-            documents["moodle.xml"] = render_moodle(keys, info, args.templates)
+                                  rendering.papers, len(rendering.keys)) if args.pdf else None)
+        for driver in chosen(args.format):
+            if driver.name != "tex":
+                documents.update(driver.write(rendering))
         if pdfs:
             built, pdf_notes = finished_pdfs(pdfs, folder)
             documents.update(built)
@@ -232,10 +222,10 @@ def finished_pdfs(pdfs, folder: OutputFolder) -> tuple[dict[str, bytes], list[st
 def print_to_terminal(args, documents: dict) -> None:
     """--format md/json: print after the files are safe; a closed pipe ends the run quietly."""
     for name in args.format:
-        if name in PRINTABLE:
+        if FORMATS[name].prints:
             if sys.stdout is None:
                 raise BrokenPipeError
-            sys.stdout.write(documents[PRINTABLE[name]])
+            sys.stdout.write(documents[FORMATS[name].prints])
     if sys.stdout is not None:
         sys.stdout.flush()
 

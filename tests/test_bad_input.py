@@ -100,7 +100,7 @@ def test_unreadable_files(tmp_path, run_cli, text, suffix, expected):
     (["--count", "100000"], "--count must be a whole number from 1 to 2000, got 100000"),
     (["--count", "ten"], "argument --count: invalid int value: 'ten'"),
     (["--decimals", "-1"], "--decimals must be a whole number from 0 to 10"),
-    (["--format", "docx"], "unknown format 'docx' (expected some of: html, moodle, md, json)"),
+    (["--format", "docx"], "unknown format 'docx' (expected some of: md, json, html, moodle)"),
     (["--colour"], "unrecognized arguments: --colour"),
     (["--templates", "/no/such/folder"], "--templates /no/such/folder: no such folder"),
 ])

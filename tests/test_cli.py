@@ -209,3 +209,32 @@ def test_an_override_in_the_wrong_place_is_reported(tmp_path, run_cli):
     assert code == 0
     assert "step/softmax.tex.j2 is not where a template is read, so it is ignored" in err
     assert "did you mean" in err and "latex/steps/softmax.tex.j2" in err
+
+
+@pytest.fixture
+def toy_format():
+    """A format defined here alone: a CSV of every problem's output matrix."""
+    from generator.formats import FORMATS, Driver, register
+
+    def write(rendering):
+        rows = [f"{q.spec.id},{i + 1}," + ",".join(f"{n.value:.4f}" for n in row)
+                for qs in rendering.sets.values() for q in qs
+                for i, row in enumerate(q.solution.step("output").entries)]
+        return {"outputs.csv": "id,row,values\n" + "\n".join(rows) + "\n"}
+
+    register(Driver("csv", write, files=("outputs.csv",), prints="outputs.csv",
+                    help="every output matrix as CSV"))
+    yield
+    FORMATS.pop("csv")
+
+
+def test_a_format_registered_in_the_table_is_offered_and_owned(tmp_path, run_cli, toy_format):
+    code, printed, err = run_cli("--count", 2, "--format", "csv", "--out", tmp_path)
+    assert code == 0, err
+    assert printed == (tmp_path / "outputs.csv").read_text() and printed.startswith("id,row,values")
+    owned = json.loads((tmp_path / ".gen-problems" / "manifest.json").read_text())["files"]
+    assert "outputs.csv" in owned
+    assert run_cli("--count", 1, "--out", tmp_path)[0] == 0  # a run without it removes its file
+    assert not (tmp_path / "outputs.csv").exists()
+    from generator.cli import build_parser
+    assert "csv: every output matrix as CSV" in build_parser().format_help()

@@ -1,0 +1,88 @@
+"""Stage 3, the output formats: one driver per format, registered in one table.
+
+A driver says what a format writes and how: its name (what ``--format`` takes),
+whether every run writes it, the files and folders it owns in the output folder,
+the file it prints when asked to print to the terminal, and a function from the
+rendered run (``Rendering``) to its files.  The CLI's choices, the files the tool
+owns and the render loop all come from ``FORMATS``; ``register`` adds one (a test
+registers a toy format the same way).  The PDFs are compiled by ``pdf`` in the
+background, from the LaTeX driver's sources; their files are listed here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .export import problems_json
+from .paper import Paper
+from .render import DocumentInfo, render_latex, render_markdown
+from .web import render_moodle, render_practice
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What every format is made from: the solved sets, laid out as papers and keys."""
+
+    sets: dict
+    questions: list[Paper]
+    keys: list[Paper]
+    info: DocumentInfo
+    templates: Path | None = None
+
+    @property
+    def papers(self) -> list[Paper] | None:
+        """The question papers, where a run has versions or a roster; else None."""
+        return self.questions if self.info.versioned else None
+
+
+@dataclass(frozen=True)
+class Driver:
+    name: str
+    write: Callable[[Rendering], dict[str, str | bytes]]
+    always: bool = False  # written by every run; else only when --format names it
+    files: tuple[str, ...] = ()  # the file names it may write
+    folders: tuple[str, ...] = ()  # folders whose files it may write
+    prints: str | None = None  # with --format NAME, this file is also printed to the terminal
+    help: str = ""
+
+
+FORMATS: dict[str, Driver] = {}
+
+
+def register(driver: Driver) -> Driver:
+    FORMATS[driver.name] = driver
+    return driver
+
+
+def chosen(names) -> list[Driver]:
+    """The drivers a run uses: every always-written one, then those --format names."""
+    return [d for d in FORMATS.values() if d.always or d.name in names]
+
+
+def owned_names() -> set[str]:
+    return {name for driver in FORMATS.values() for name in driver.files} | set(PDF_FILES)
+
+
+def owned_folders() -> set[str]:
+    return {name for driver in FORMATS.values() for name in driver.folders} | set(PDF_FOLDERS)
+
+
+PDF_FILES = ("questions.pdf", "answers.pdf")
+PDF_FOLDERS = ("papers", "keys")
+
+register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates),
+                always=True, files=("questions.tex", "answers.tex"),
+                help="the LaTeX sources (always written)"))
+register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates),
+                always=True, files=("questions.md", "answers.md"), prints="answers.md",
+                help="also print the Markdown answer key here"))
+register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info, r.papers)},
+                always=True, files=("problems.json",), prints="problems.json",
+                help="also print problems.json here"))
+register(Driver("html", lambda r: render_practice(r.keys, r.info, r.templates),
+                files=("practice.html",), folders=("practice",),
+                help="a self-check practice page"))
+register(Driver("moodle", lambda r: {"moodle.xml": render_moodle(r.keys, r.info, r.templates)},
+                files=("moodle.xml",), help="a Moodle XML question bank"))
