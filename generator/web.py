@@ -74,9 +74,9 @@ def grid_name(part, index: int, step) -> str:
     """The name a step's grid goes by on the page; each head's steps are head1.scores, ...,
     so that a head's later steps can be marked against the student's own earlier ones."""
     if part.task == "split":
-        return f"head{index // 3 + 1}.{step.name}"  # Q, K, V of head 1, then of head 2
-    if part.label.startswith("Head "):
-        return f"head{part.label.split()[1]}.{step.name}"
+        return f"head{index // 3 + 1}.{step.name}"  # the part lists Q, K, V of head 1, then of head 2
+    if part.head is not None:
+        return f"head{part.head}.{step.name}"
     return step.name
 
 
