@@ -28,11 +28,11 @@ from .exact import parse_exact
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused
-from .paper import Paper, answer_keys, question_papers
+from .paper import DocumentInfo, Paper, answer_keys, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
-from .render import DocumentInfo, ignored_overrides
+from .render import ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
 from .spec import QUESTION_TYPES, SpecError, parse_toml, read_user_file

@@ -20,7 +20,7 @@ from .formatting import exact_text
 from .paper import Paper
 from .questions import Question
 from .spec import ProblemSpec
-from .render import DocumentInfo
+from .paper import DocumentInfo
 
 SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
 

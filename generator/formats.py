@@ -17,7 +17,8 @@ from typing import Callable
 
 from .export import problems_json
 from .paper import Paper
-from .render import DocumentInfo, render_latex, render_markdown
+from .paper import DocumentInfo
+from .render import render_latex, render_markdown
 from .web import render_moodle, render_practice
 
 

@@ -69,6 +69,25 @@ def writing_lines(part) -> int:
 
 
 @dataclass(frozen=True)
+class DocumentInfo:
+    """What the header of a document says; set from the command line."""
+
+    title: str = "Scaled dot-product self-attention"
+    course: str = ""
+    date: str = ""
+    instructions: str = ("Answer every part. Show every intermediate matrix, in order: "
+                         "each step earns its own marks.")
+    seed: int | None = None
+    decimals: int = 4
+    draw_command: str = ""  # how to draw the same random set again; empty for a spec file
+    versioned: bool = False  # several versions or a roster: label each paper
+    institution: str = ""
+    extra: tuple = ()  # --config's [extra] texts, (name, text) pairs, for a teacher's templates
+    exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
+    table_places: int = 4  # ... with this many decimals, which the softmax working uses too
+
+
+@dataclass(frozen=True)
 class ExamProblem:
     number: int
     question: Question

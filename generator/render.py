@@ -17,7 +17,6 @@ from __future__ import annotations
 import builtins
 import difflib
 import os
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from pylatex.utils import NoEscape, escape_latex
 from . import formatting as fmt
 from . import insight
 from .engine import Num
-from .paper import Paper, writing_lines
+from .paper import DocumentInfo, Paper, writing_lines
 from .typesetting import PDFLATEX, right_to_left, typesetting_for
 
 # In the repository (and an editable install) the templates are at its top; an installed
@@ -37,25 +36,6 @@ from .typesetting import PDFLATEX, right_to_left, typesetting_for
 BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parent.parent / "templates",
                                                Path(__file__).resolve().parent / "templates")
                          if folder.is_dir())
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    """What the header of a document says; set from the command line."""
-
-    title: str = "Scaled dot-product self-attention"
-    course: str = ""
-    date: str = ""
-    instructions: str = ("Answer every part. Show every intermediate matrix, in order: "
-                         "each step earns its own marks.")
-    seed: int | None = None
-    decimals: int = 4
-    draw_command: str = ""  # how to draw the same random set again; empty for a spec file
-    versioned: bool = False  # several versions or a roster: label each paper
-    institution: str = ""
-    extra: tuple = ()  # --config's [extra] texts, (name, text) pairs, for a teacher's templates
-    exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
-    table_places: int = 4  # ... with this many decimals, which the softmax working uses too
 
 
 def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,

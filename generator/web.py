@@ -15,8 +15,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from . import formatting as fmt
-from .paper import Paper
-from .render import BUILTIN_TEMPLATES, DocumentInfo, markdown_environment
+from .paper import DocumentInfo, Paper
+from .render import BUILTIN_TEMPLATES, markdown_environment
 from .spec import HEADS, MISTAKES
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"

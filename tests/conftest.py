@@ -10,7 +10,7 @@ import pytest
 from generator.cli import main
 from generator.pipeline import solve_checked
 from generator.paper import answer_keys, question_papers
-from generator.render import DocumentInfo
+from generator.paper import DocumentInfo
 from generator.spec import spec_from_record
 
 # Copies of the two source documents in shared/seeds, kept here so a clone tests alone.

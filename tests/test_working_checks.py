@@ -14,7 +14,8 @@ import pytest
 
 from conftest import make_question, render
 from generator.pipeline import solve_checked
-from generator.render import DocumentInfo, render_markdown
+from generator.paper import DocumentInfo
+from generator.render import render_markdown
 from generator.sampling import draw_options, sample_set
 from generator.spec import QUESTION_TYPES
 
