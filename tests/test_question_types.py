@@ -283,3 +283,14 @@ def test_a_heads_key_labels_each_step_with_its_head_and_its_marks(tmp_path, run_
     assert "A_{1} = [" not in key and "A_{1,:}" not in key.split("Head 1")[0]  # rows are A_{i,:}
     headings = [line for line in key.splitlines() if line.startswith("\\needspace{7\\baselineskip}")]
     assert headings and all(re.search(r"\\quad \[\d\]\\par$", line) for line in headings)
+
+
+def test_a_row_questions_key_never_misnames_its_token(tmp_path, run_cli):
+    """The one-row step numbers its row 1: notes written from it would name the wrong token."""
+    spec = tmp_path / "row.toml"
+    spec.write_text('type = "row"\nrow = 2\nX = [[1, 0], [0, 1]]\nW_Q = [[1, 0], [0, 1]]\n'
+                    'W_K = [[1, 0], [0, 2]]\nW_V = [[1, 0], [0, 1]]\n')
+    assert run_cli("--spec", spec, "--out", tmp_path / "o")[0] == 0
+    key = (tmp_path / "o" / "answers.md").read_text()
+    assert "token 1 attends" not in key and "Reading the weights" not in key
+    assert "The most attention goes to key 2" in key
