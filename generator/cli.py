@@ -27,7 +27,7 @@ from .crosscheck import CrossCheckError
 from .exact import parse_exact
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .formatting import table_places
-from .output import OutputError, OutputFolder, OutputRefused
+from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import DocumentInfo, Paper, answer_keys, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gen-problems: {error}", file=sys.stderr)
         return 1
     except OSError as error:  # reading a template, a full disk: say which file and why
-        print(f"gen-problems: {describe_os_error(error)}", file=sys.stderr)
+        print(f"gen-problems: error: {describe(error)}", file=sys.stderr)
         return 1
 
 
@@ -176,8 +176,7 @@ def run(args: argparse.Namespace) -> int:
         info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                             draw_command=draw_command(args, seed) if drawn else "",
                             versioned=bool(args.versions or students),
-                            exponent_table=NO_CALCULATOR_EXPONENTS if args.no_calculator else (),
-                            table_places=table_places(softmax_steps(sets), args.decimals))
+                            **exponent_table(args, sets))
         documents = render_documents(args, sets, students, info, folder, notes)
         paths = folder.commit(documents, inputs)
     print_to_terminal(args, documents)
@@ -187,6 +186,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
     return 0
+
+
+def exponent_table(args, sets) -> dict:
+    """--no-calculator: the table of exponentials the papers print, and its decimals (found
+    from every softmax line of the set, so only worked out when a table is printed)."""
+    if not args.no_calculator:
+        return {}
+    return {"exponent_table": NO_CALCULATOR_EXPONENTS,
+            "table_places": table_places(softmax_steps(sets), args.decimals)}
 
 
 def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
@@ -241,11 +249,6 @@ def template_error(error: jinja2.TemplateError) -> str:
     where = f" ({error.filename}, line {error.lineno})" if getattr(error, "lineno", None) else ""
     message = error.message or type(error).__name__
     return f"template: {message.splitlines()[0] if message else message}{where}"
-
-
-def describe_os_error(error: OSError) -> str:
-    place = f"{error.filename}: " if error.filename else ""
-    return f"error: {place}{error.strerror or error}"
 
 
 def first_line(text: str) -> str:
