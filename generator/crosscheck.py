@@ -1,14 +1,16 @@
-"""An independent second implementation, in plain float64 numpy, to check the engine.
+"""An independent second arithmetic, in plain float64 numpy, to check the engine.
 
-It shares no code with the engine: it takes the given matrices as floats, runs
-the textbook pipeline with numpy, and ``cross_check`` compares every step of a
-solution against it.  A difference beyond ``TOLERANCE`` raises; it never passes
-silently.
+It shares no arithmetic with the engine: it takes the given matrices as floats and
+runs the same plan of steps (``steps.plan``: which steps, from which inputs) with
+numpy's own operations; ``cross_check`` compares every step of a solution against
+it.  A difference beyond ``TOLERANCE`` raises; it never passes silently.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .steps import StepDef, plan
 
 TOLERANCE = 1e-9
 
@@ -17,40 +19,54 @@ class CrossCheckError(AssertionError):
     """The exact engine and the numpy pipeline disagree: a bug, never the user's fault."""
 
 
+def _softmax(logits: np.ndarray, axis: int) -> np.ndarray:
+    shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+def _factor(step: StepDef, scale: float | None, d_k: int) -> float:
+    return {"one": 1.0, "one-over-dk": 1.0 / d_k}.get(
+        step.factor, 1.0 / np.sqrt(d_k) if scale is None else scale)
+
+
+# numpy's arithmetic for each op of the registry (steps.OPS).
+NUMPY_OPS = {
+    "product": lambda step, a, b, **_: a @ (b.T if step.transpose else b),
+    "scaling": lambda step, a, scale, d_k: a * _factor(step, scale, d_k),
+    "masking": lambda step, a, **_: np.where(np.triu(np.ones(a.shape, dtype=bool), k=1), -np.inf, a),
+    "softmax": lambda step, a, **_: _softmax(a, axis=0 if step.by_columns else 1),
+    "blend": lambda step, a, b, **_: a @ b,
+    "add": lambda step, a, b, **_: a + b,
+    "concat": lambda step, *parts, **_: np.hstack(parts),
+}
+
+
+def run_plan(steps: tuple[StepDef, ...], given: dict[str, np.ndarray], scale: float | None,
+             d_k: int) -> dict[str, np.ndarray]:
+    """Every step of ``steps`` in float64, from the given matrices."""
+    values = dict(given)
+    for step in steps:
+        if step.name not in values:
+            values[step.name] = NUMPY_OPS[step.op](step, *(values[i] for i in step.inputs),
+                                                   scale=scale, d_k=d_k)
+    return values
+
+
 def attention_steps(given: dict[str, np.ndarray], mask: str = "none",
                     scale: float | None = None, mistake: str | None = None) -> dict[str, np.ndarray]:
     """Every step of scaled dot-product attention from X and W_* (or from Q, K, V),
-    optionally with one of the engine's common mistakes."""
-    steps = dict(given)
-    if "X" in given:
-        for name in "QKV":
-            steps[name] = given["X"] @ given[f"W_{name}"]
-    q, k, v = steps["Q"], steps["K"], steps["V"]
-    steps["scores"] = q @ (k if mistake == "k-not-transposed" else k.T)
-    factor = {"no-scaling": 1.0, "dk-not-sqrt": 1.0 / q.shape[1]}.get(
-        mistake, 1.0 / np.sqrt(q.shape[1]) if scale is None else scale)
-    steps["scaled"] = steps["scores"] * factor
-    logits = steps["scaled"]
-    if mask == "causal":
-        above_diagonal = np.triu(np.ones(logits.shape, dtype=bool), k=1)
-        logits = np.where(above_diagonal, -np.inf, logits)
-        steps["masked"] = logits
-    axis = 0 if mistake == "column-softmax" else 1
-    shifted = np.exp(logits - logits.max(axis=axis, keepdims=True))
-    steps["weights"] = shifted / shifted.sum(axis=axis, keepdims=True)
-    weights = steps["weights"]
-    steps["output"] = {"v-times-weights": lambda: v @ weights,
-                       "weights-times-k": lambda: weights @ k}.get(mistake, lambda: weights @ v)()
-    return steps
+    optionally with one of the common mistakes; the scaled scores always (times 1 at scale 1)."""
+    steps = plan(tuple(given), causal=mask == "causal", mistake=mistake)
+    d_k = (given["Q"] if "Q" in given else given["W_Q"]).shape[1]
+    return run_plan(steps, given, scale, d_k)
 
 
-def cross_check(step_values: dict[str, np.ndarray], mask: str, scale: float | None,
-                mistake: str | None = None) -> None:
-    """Raise CrossCheckError unless every step equals the numpy pipeline's within TOLERANCE."""
-    given_names = ("X", "W_Q", "W_K", "W_V") if "X" in step_values else ("Q", "K", "V")
-    expected = attention_steps({n: step_values[n] for n in given_names}, mask, scale, mistake)
-    if scale == 1 and mistake not in ("no-scaling", "dk-not-sqrt"):
-        del expected["scaled"]  # unscaled attention has no scaling step
+def cross_check(step_values: dict[str, np.ndarray], steps: tuple[StepDef, ...],
+                scale: float | None, d_k: int) -> None:
+    """Raise CrossCheckError unless every step equals numpy's, run on the same plan,
+    within TOLERANCE."""
+    given = {step.name: step_values[step.name] for step in steps if step.is_given}
+    expected = run_plan(steps, given, scale, d_k)
     if set(expected) != set(step_values):
         raise CrossCheckError(f"steps differ: {sorted(step_values)} vs {sorted(expected)}")
     for name, reference in expected.items():
@@ -60,9 +76,3 @@ def cross_check(step_values: dict[str, np.ndarray], mask: str, scale: float | No
         if not np.allclose(actual, reference, rtol=TOLERANCE, atol=TOLERANCE, equal_nan=False):
             worst = np.nanmax(np.abs(np.where(np.isinf(reference), 0, actual - reference)))
             raise CrossCheckError(f"{name}: engine and numpy differ by {worst:.3g}")
-
-
-def check_product(left: np.ndarray, right: np.ndarray, product: np.ndarray) -> None:
-    """Raise CrossCheckError unless ``product`` is left @ right (the heads' output projection)."""
-    if not np.allclose(left @ right, product, rtol=TOLERANCE, atol=TOLERANCE):
-        raise CrossCheckError("projected: engine and numpy differ")

@@ -1,7 +1,7 @@
 """Stage 2, the engine: solve a spec exactly and record every step with its working.
 
-``solve(spec)`` returns a ``Solution`` whose steps come in exam order
-(X, W_Q, W_K, W_V, Q, K, V, scores, scaled, [masked], weights, output).  sympy
+``solve(spec)`` runs the problem's plan (``steps.plan_for``: X, W_Q, W_K, W_V, Q, K, V,
+scores, scaled, [masked], weights, output) and returns a ``Solution``.  sympy
 computes every entry exactly; each entry is stored as a ``Num`` holding that
 exact value and its float64 evaluated from it.  The working behind each entry
 (dot products, scalings, exponentials and row sums, value blends) is recorded as
@@ -19,6 +19,7 @@ import sympy
 
 from .exact import to_float
 from .spec import ProblemSpec, SpecError
+from .steps import StepDef, plan_for
 
 MASKED = sympy.S.NegativeInfinity
 # e^710 overflows float64; a score that large has no place in a hand-solved exam.
@@ -123,6 +124,7 @@ class Step:
 class Solution:
     spec: ProblemSpec
     steps: tuple[Step, ...]
+    plan: tuple[StepDef, ...] = ()  # how each step was computed, from which (steps.plan)
 
     def step(self, name: str) -> Step:
         for step in self.steps:
@@ -189,50 +191,80 @@ class Evaluator:
 
 
 def solve(spec: ProblemSpec, mistake: str | None = None) -> Solution:
-    """Solve one problem exactly, recording every step in exam order.
+    """Solve one problem exactly, recording every step of its plan (``steps.plan_for``).
 
-    With ``mistake`` (a key of spec.MISTAKES), that step is computed the wrong way and every
+    With ``mistake`` (a key of steps.MISTAKEN), that step is computed the wrong way and every
     later step follows from the wrong value, as a student's worked solution would.
     """
-    num = Evaluator()
-    steps: list[Step] = []
-    if spec.from_embeddings:
-        given = {name: given_step(name, spec.matrices[name], num) for name in ("X", "W_Q", "W_K", "W_V")}
-        steps += given.values()
-        q, k, v = (product_step(name, f"{name} = X W_{name}", given["X"].entries,
-                                given[f"W_{name}"].entries, num) for name in "QKV")
-    else:
-        q, k, v = (given_step(name, spec.matrices[name], num) for name in "QKV")
-    steps += [q, k, v]
-    keys = k.entries if mistake == "k-not-transposed" else transpose(k.entries)
-    scores = product_step("scores", "scores = Q K^T", q.entries, keys, num)
-    steps.append(scores)
-    if spec.unscaled and mistake not in ("no-scaling", "dk-not-sqrt"):
-        scaled = scores  # scale 1: the raw dot products go into the softmax, with no step between
-    else:
-        scaled = scaling_step(scores, _mistaken_scale(spec, mistake), num)
-        steps.append(scaled)
-    if spec.mask == "causal":
-        scaled = causal_mask_step(scaled, num)
-        steps.append(scaled)
-    weights = softmax_step(scaled, num, by_columns=mistake == "column-softmax")
-    steps += [weights, _output_step(weights, v, k, num, mistake)]
-    return Solution(spec=spec, steps=tuple(steps))
+    return run(plan_for(spec, mistake), spec)
 
 
-def _mistaken_scale(spec: ProblemSpec, mistake: str | None) -> ProblemSpec:
-    if mistake == "no-scaling":
-        return replace(spec, scale=sympy.S.One)
-    if mistake == "dk-not-sqrt":
-        return replace(spec, scale=sympy.Rational(1, spec.d_k))
-    return spec
+def run(plan: tuple[StepDef, ...], spec: ProblemSpec, known: dict[str, Step] | None = None,
+        num: Evaluator | None = None) -> Solution:
+    """Compute each step of ``plan`` from its inputs: given matrices from the spec, or
+    steps already ``known`` (a row of scores given on its own, the heads' outputs)."""
+    num = num or Evaluator()
+    done = dict(known or {})
+    steps = []
+    for step_def in plan:
+        if step_def.is_given and step_def.name in done:
+            step = done[step_def.name]
+        else:
+            step = OPS[step_def.op](step_def, [done[name] for name in step_def.inputs], spec, num)
+        step = step if step.name == step_def.name else replace(step, name=step_def.name)
+        done[step_def.name] = step
+        steps.append(step)
+    return Solution(spec=spec, steps=tuple(steps), plan=plan)
 
 
-def _output_step(weights: Step, v: Step, k: Step, num: Evaluator, mistake: str | None) -> Step:
-    if mistake == "v-times-weights":
-        return product_step("output", "output = V weights", v.entries, weights.entries, num)
-    return blend_step(weights, k if mistake == "weights-times-k" else v, num,
-                      rows_sum_to_one=mistake != "column-softmax")
+def _given_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    return given_step(step_def.name, spec.matrices[step_def.name], num)
+
+
+def _product_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    left, right = inputs
+    return product_step(step_def.name, step_def.worded(), left.entries,
+                        transpose(right.entries) if step_def.transpose else right.entries, num)
+
+
+def _scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    scale = {"scale": spec.scale, "one": sympy.S.One,
+             "one-over-dk": sympy.Rational(1, spec.d_k)}[step_def.factor]
+    return scaling_step(inputs[0], replace(spec, scale=scale), num)
+
+
+def _masking_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    return causal_mask_step(inputs[0], num)
+
+
+def _softmax_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    return softmax_step(inputs[0], num, by_columns=step_def.by_columns)
+
+
+def _blend_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    step = blend_step(inputs[0], inputs[1], num, rows_sum_to_one=step_def.rows_sum_to_one)
+    return replace(step, name=step_def.name, formula=step_def.worded())
+
+
+def _add_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    left, right = inputs
+    if left.shape != right.shape:
+        raise SpecError(f"problem {spec.id}: {step_def.worded()} needs {left.name} and "
+                        f"{right.name} of one shape, not {left.shape} and {right.shape}")
+    entries = tuple(tuple(num(a.exact + b.exact) for a, b in zip(*rows))
+                    for rows in zip(left.entries, right.entries))
+    return Step(step_def.name, step_def.worded(), "add", entries)
+
+
+def _concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    rows = tuple(sum((step.entries[r] for step in inputs), ()) for r in range(len(inputs[0].entries)))
+    return Step(step_def.name, step_def.worded(), "concat", rows)
+
+
+# The engine's arithmetic for each op of the registry (steps.OPS).
+OPS = {"given": _given_op, "product": _product_op, "scaling": _scaling_op,
+       "masking": _masking_op, "softmax": _softmax_op, "blend": _blend_op, "add": _add_op,
+       "concat": _concat_op}
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:

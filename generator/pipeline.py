@@ -13,7 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .crosscheck import check_product, cross_check
+from .crosscheck import cross_check
 from .exact import to_float
 from .exam_key import load_or_create_key
 from .paper import ExamProblem
@@ -29,16 +29,13 @@ MAX_TOTAL_PROBLEMS = 5000
 
 
 def solve_checked(spec: ProblemSpec) -> Question:
-    """Build the question, then hold every solution in it against the independent
-    numpy pipeline (mistakes included), and the heads' projection too."""
+    """Build the question, then hold every solution in it (mistakes, heads and the heads'
+    projection included) against numpy's arithmetic on the same plan."""
     question = build_question(spec)
-    for solution, mistake in question.solutions():
+    for solution in question.solutions():
         scale = None if solution.spec.scale is None else to_float(solution.spec.scale)
-        cross_check({step.name: step.numeric for step in solution.steps},
-                    solution.spec.mask, scale, mistake)
-    if question.heads:
-        steps = question.named_steps()
-        check_product(steps["concat"].numeric, steps["W_O"].numeric, steps["projected"].numeric)
+        cross_check({step.name: step.numeric for step in solution.steps}, solution.plan,
+                    scale, solution.spec.d_k)
     return question
 
 
@@ -128,7 +125,7 @@ def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Ques
 
 def softmax_steps(sets: dict[int, list[Question]]):
     return [step for questions in sets.values() for question in questions
-            for solution, _ in question.solutions() for step in solution.steps
+            for solution in question.solutions() for step in solution.steps
             if step.kind == "softmax" and step.working]
 
 

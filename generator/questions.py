@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import sympy
 
-from .engine import Evaluator, Num, Solution, Step, product_step, scaling_step, softmax_step, solve
+from .engine import Evaluator, Num, Solution, Step, run, scaling_step, softmax_step, solve
+from .steps import REGISTRY, given_def
 from .spec import HEADS, MISTAKES, ProblemSpec, SpecError
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -54,17 +55,17 @@ class Question:
     flawed: Solution | None = None  # mistake: the worked solution with the mistake in it
     recomputed: Solution | None = None  # permute: solved again after the swap
     heads: tuple[Solution, ...] = ()  # heads: one solution per head
+    combined: Solution | None = None  # heads: the heads' outputs concatenated and projected
     items: tuple[ConceptItem, ...] = ()  # concept: the checkpoint questions
 
     @property
     def marks(self) -> int:
         return sum(part.marks for part in self.parts)
 
-    def solutions(self) -> list[tuple[Solution, str | None]]:
-        """Every solution inside the question, with the mistake it was solved with."""
-        pairs = [(self.solution, None), (self.recomputed, None)] + [(h, None) for h in self.heads]
-        pairs.append((self.flawed, self.spec.mistake))
-        return [(solution, mistake) for solution, mistake in pairs if solution is not None]
+    def solutions(self) -> list[Solution]:
+        """Every solution inside the question, each with the plan it was computed by."""
+        return [s for s in (self.solution, self.recomputed, *self.heads, self.combined, self.flawed)
+                if s is not None]
 
     def named_steps(self) -> dict[str, Step]:
         """Every step of the question under a unique name, for the JSON output: the
@@ -169,12 +170,10 @@ def heads_question(spec: ProblemSpec) -> Question:
              for h in range(HEADS)]
     heads = tuple(solve(ProblemSpec(f"{spec.id}-head{h + 1}", {n: _exact(m) for n, m in parts.items()},
                                     scale=spec.scale)) for h, parts in enumerate(split))
-    num = Evaluator()
-    concat = Step("concat", "concat = [output_1, output_2]", "concat",
-                  tuple(sum((head.step("output").entries[r] for head in heads), ())
-                        for r in range(spec.n_queries)))
-    w_o = Step("W_O", "W_O (given)", "given", num.matrix(spec.matrices["W_O"]))
-    projected = product_step("projected", "projected = concat W_O", concat.entries, w_o.entries, num)
+    outputs = {f"head{h}.output": head.step("output") for h, head in enumerate(heads, 1)}
+    combined = run((*(given_def(name) for name in outputs), REGISTRY["W_O"], REGISTRY["concat"],
+                    REGISTRY["projected"]), spec, known=outputs)
+    w_o, concat, projected = (combined.step(name) for name in ("W_O", "concat", "projected"))
     head_steps = ("scores", "weights", "output") if spec.unscaled else (
         "scores", "scaled", "weights", "output")
     head_parts = [Part("head", 4, tuple(h.step(n) for n in head_steps),
@@ -184,7 +183,8 @@ def heads_question(spec: ProblemSpec) -> Question:
                       Part("split", 2, tuple(s for h in heads for s in h.steps[:3])),
                       *head_parts, Part("concat", 1, (concat,), step_marks=(1,)),
                       Part("projected", 2, (projected,), step_marks=(2,))])
-    return Question("heads", spec, solution, _given(solution) + (w_o,), parts, heads=heads)
+    return Question("heads", spec, solution, _given(solution) + (w_o,), parts, heads=heads,
+                    combined=combined)
 
 
 def concept_question(spec: ProblemSpec) -> Question:

@@ -78,7 +78,7 @@ def test_cross_check_raises_on_a_disagreement():
     from generator.crosscheck import CrossCheckError, cross_check
     solution = make_solution(Q=[[1, 0]], K=[[1, 0], [0, 1]], V=[[1], [2]])
     values = {step.name: step.numeric for step in solution.steps}
-    cross_check(values, "none", None)
+    cross_check(values, solution.plan, None, 2)
     values["weights"] = values["weights"] + 1e-8
     with pytest.raises(CrossCheckError, match="weights: engine and numpy differ by 1e-08"):
-        cross_check(values, "none", None)
+        cross_check(values, solution.plan, None, 2)

@@ -225,7 +225,7 @@ def test_every_type_honours_every_spec_option_or_refuses_it(kind, option):
         assert "\n" not in str(refusal)
         return
     spec = question.spec
-    for solution, _ in question.solutions():  # heads: each head too
+    for solution in question.solutions():  # heads: each head too
         assert solution.spec.scale == spec.scale
         assert solution.spec.mask == (spec.mask if solution.spec is spec or kind != "heads" else "none")
     full = question.solution.step("weights").numeric

@@ -130,7 +130,7 @@ def test_no_calculator_keys_check_too_with_the_tables_own_values(decimals):
     options = draw_options("medium", decimals=decimals, no_calculator=True)
     types = tuple(t for t in QUESTION_TYPES if t != "heads")
     questions = [solve_checked(spec) for spec in sample_set(options, 13, 30, types=types)]
-    steps = [s for q in questions for sol, _ in q.solutions() for s in sol.steps if s.kind == "softmax"]
+    steps = [s for q in questions for sol in q.solutions() for s in sol.steps if s.kind == "softmax"]
     info = DocumentInfo(decimals=decimals, exponent_table=NO_CALCULATOR_EXPONENTS,
                         table_places=table_places(steps, decimals))
     failed, checked = failures_in(render(render_markdown, questions, info)["answers.md"])

@@ -1,0 +1,191 @@
+"""The step registry: every step of attention described once, in exam order.
+
+A ``StepDef`` says what a step is: its name, how it is computed (``op``) from which
+earlier steps (``inputs``), its symbol, its formula and its prompt (prose, see
+``prose``), its default marks.  ``plan`` turns the registry into the steps one
+problem takes, in order, with each input named as it is actually computed: a step a
+problem skips (the scaling, at scale 1; the mask, with no mask) hands its own input on.
+
+Everything that walks the pipeline reads a plan: the engine (exact arithmetic), the
+numpy cross-check (its own float arithmetic), the practice page's script (the
+student's own values), the JSON and the templates.  Each keeps its own arithmetic
+per ``op``; a new step of an existing op is one ``register`` call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# How each step is computed; the engine, the cross-check and the page's script each
+# implement these (and only these), independently.
+OPS = ("given", "product", "scaling", "masking", "softmax", "blend", "add", "concat")
+
+
+@dataclass(frozen=True)
+class StepDef:
+    name: str
+    op: str
+    inputs: tuple[str, ...] = ()
+    symbol: str = ""  # in TeX: S, \tilde{S}; a head's steps add its number (S_1)
+    text: str = ""  # the formula in plain words ("{0}" is the first input as computed)
+    formula: str = ""  # prose: the step's formula as an answer key heads it
+    prompt: str = ""  # prose: what a part asking for this step alone says
+    marks: int = 1
+    when: str = ""  # "" always; "scaled": unless the scale is 1; "causal": under a causal mask
+    transpose: bool = False  # product: times the transpose of the second input (Q K^T)
+    factor: str = "scale"  # scaling: "scale" (the problem's, else 1/sqrt(d_k)), "one", "one-over-dk"
+    by_columns: bool = False  # softmax: down each column (a mistake), not along each row
+    rows_sum_to_one: bool = True  # blend: the weights' rows sum to 1 (exact forms may simplify)
+
+    @property
+    def is_given(self) -> bool:
+        return self.op == "given"
+
+    def worded(self) -> str:
+        return self.text.format(*self.inputs) if self.text else f"{self.name} ({self.op})"
+
+
+def given_def(name: str, symbol: str = "") -> StepDef:
+    return StepDef(name, "given", symbol=symbol, text=f"{name} (given)", formula=f"${symbol}$")
+
+
+def _projection(name: str) -> StepDef:
+    return StepDef(name, "product", ("X", f"W_{name}"), name, f"{name} = X W_{name}",
+                   f"${name} = XW_{name}$")
+
+
+REGISTRY: dict[str, StepDef] = {}
+PIPELINE: list[str] = []  # the names of the main pipeline, in exam order
+
+
+def register(step: StepDef, before: str | None = None, takes_place_of: str | None = None,
+             pipeline: bool = True) -> None:
+    """Describe a step (or describe it anew).  ``before`` puts a new step into the
+    pipeline ahead of that one; ``takes_place_of`` makes every later step that read that
+    name read this step instead (a positional encoding added to X, say)."""
+    if step.op not in OPS:
+        raise ValueError(f"step {step.name}: op must be one of {', '.join(OPS)}")
+    REGISTRY[step.name] = step
+    if not pipeline or step.name in PIPELINE:
+        return
+    position = PIPELINE.index(before) if before else len(PIPELINE)
+    PIPELINE.insert(position, step.name)
+    if takes_place_of:
+        for name in PIPELINE[position + 1:]:
+            later = REGISTRY[name]
+            REGISTRY[name] = replace(later, inputs=tuple(step.name if i == takes_place_of else i
+                                                         for i in later.inputs))
+
+
+def unregister(name: str, restores: str | None = None) -> None:
+    """Take a step out again (a test's toy step); later steps read ``restores`` again."""
+    REGISTRY.pop(name, None)
+    if name in PIPELINE:
+        PIPELINE.remove(name)
+    if restores:
+        for other, step in REGISTRY.items():
+            REGISTRY[other] = replace(step, inputs=tuple(restores if i == name else i
+                                                         for i in step.inputs))
+
+
+for _step in (
+    given_def("X", "X"), given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
+    _projection("Q"), _projection("K"), _projection("V"),
+    StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
+            r"${{ 'scores' | sym }} = {{ 'Q' | sym }} {{ 'K' | sym }}^{\top}$",
+            r"Compute the raw attention scores $S = QK^{\top}$: entry $(i, j)$ is query $i$ "
+            r"dotted with key $j$.", marks=2, transpose=True),
+    StepDef("scaled", "scaling", ("scores",), r"\tilde{S}", "scaled = scores / sqrt(d_k)",
+            r"{% if spec.scale is none %}${{ 'scaled' | sym }} = {{ 'scores' | sym }} / \sqrt{d_k}$"
+            r"{% else %}${{ 'scaled' | sym }} = {{ spec.scale | tex }}\, {{ 'scores' | sym }}$"
+            r"{% endif %}",
+            r"{% if spec.scale is none %}Scale the scores: $\tilde{S} = S / \sqrt{d_k}$."
+            r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
+            when="scaled"),
+    StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
+            r"$\hat{S} = {{ 'S' if spec.unscaled else '\\tilde{S}' }} + M$, the causal mask added",
+            r"Apply the causal mask: write the masked scores $\hat{S} = "
+            r"{{ 'S' if spec.unscaled else '\\tilde{S}' }} + M$, with $-\infty$ wherever key $j$ "
+            r"comes after query $i$.", when="causal"),
+    StepDef("weights", "softmax", ("masked",), "A", "weights = softmax(row-wise)",
+            r"${{ 'weights' | sym }} = \operatorname{softmax}({{ logits | sym }})$, row by row",
+            "Apply softmax to each row to get the attention weights $A$; show each row's "
+            "exponentials, their sum and the quotients.", marks=3),
+    StepDef("output", "blend", ("weights", "V"), "O", "output = weights V",
+            r"${{ 'output' | sym }} = {{ 'weights' | sym }} {{ 'V' | sym }}$",
+            "Compute the output $O = AV$: each row is a blend of the value rows. What is its "
+            "shape?", marks=2),
+):
+    register(_step)
+
+for _step in (
+    given_def("W_O", "W_O"),
+    StepDef("concat", "concat", ("head1.output", "head2.output"), "C",
+            "concat = [output_1, output_2]", "$C = [O_1, O_2]$",
+            "Concatenate the heads' outputs: $C = [O_1, O_2]$."),
+    StepDef("projected", "product", ("concat", "W_O"), "Y", "projected = concat W_O",
+            r"$Y = C\, W_O$", r"Project the concatenation: $Y = C\, W_O$. What is its shape?",
+            marks=2),
+):
+    register(_step, pipeline=False)
+
+# Each common mistake: the step it changes and how (a student's worked solution carries
+# it, and every later step follows from the wrong value).
+MISTAKEN = {
+    "no-scaling": {"scaled": dict(factor="one")},
+    "dk-not-sqrt": {"scaled": dict(factor="one-over-dk")},
+    "k-not-transposed": {"scores": dict(transpose=False, text="scores = Q K")},
+    "column-softmax": {"weights": dict(by_columns=True, text="weights = softmax(column-wise)"),
+                       "output": dict(rows_sum_to_one=False)},
+    "v-times-weights": {"output": dict(op="product", inputs=("V", "weights"),
+                                       text="output = V weights")},
+    "weights-times-k": {"output": dict(inputs=("weights", "K"))},
+}
+
+
+def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
+         mistake: str | None = None, through: str | None = None) -> tuple[StepDef, ...]:
+    """The steps a problem takes from its given matrices, in order, up to ``through``.
+
+    Steps ahead of the last given one are not taken (given Q, K and V, no projection);
+    a step the problem skips hands its input on to the steps that read it."""
+    changes = MISTAKEN.get(mistake, {}) if mistake else {}
+    active = {"": True, "scaled": scaled or "scaled" in changes, "causal": causal}
+    start = max(PIPELINE.index(name) for name in given if name in PIPELINE)
+    steps = [REGISTRY[name] if REGISTRY[name].is_given else given_def(name, REGISTRY[name].symbol)
+             for name in given]
+    stands_for: dict[str, str] = {}
+    for name in PIPELINE[start + 1:]:
+        step = replace(REGISTRY[name], **changes.get(name, {}))
+        resolved = tuple(_resolve(i, stands_for) for i in step.inputs)
+        if step.is_given or not active[step.when]:
+            stands_for[name] = resolved[0] if resolved else name
+            continue
+        steps.append(replace(step, inputs=resolved))
+        if name == through:
+            break
+    return tuple(steps)
+
+
+def _resolve(name: str, stands_for: dict[str, str]) -> str:
+    while name in stands_for and stands_for[name] != name:
+        name = stands_for[name]
+    return name
+
+
+def plan_for(spec, mistake: str | None = None) -> tuple[StepDef, ...]:
+    """The plan of a problem spec: its given matrices, its mask and scale, a mistake."""
+    given = tuple(name for name in spec.matrices if name in PIPELINE)
+    return plan(given, causal=spec.mask == "causal", scaled=not spec.unscaled, mistake=mistake)
+
+
+def logits_of(steps: tuple[StepDef, ...]) -> str:
+    """The step whose rows the softmax takes: masked, scaled or raw scores."""
+    return next(step.inputs[0] for step in steps if step.op == "softmax")
+
+
+def symbol(name: str, head: int | None = None) -> str:
+    """S, or S_1 for head 1's scores; an unknown name as upright text."""
+    step = REGISTRY.get(name)
+    base = step.symbol if step and step.symbol else rf"\mathrm{{{name}}}"
+    return base if head is None else f"{base}_{{{head}}}"
