@@ -57,6 +57,13 @@ class Question:
     heads: tuple[Solution, ...] = ()  # heads: one solution per head
     combined: Solution | None = None  # heads: the heads' outputs concatenated and projected
     items: tuple[ConceptItem, ...] = ()  # concept: the checkpoint questions
+    # The solutions whose steps the student works, each with the prefix its steps' grids
+    # take on the practice page (head1., ...); by default the solution itself.
+    worked_by_parts: tuple[tuple[str, Solution], ...] = ()
+
+    @property
+    def worked(self) -> tuple[tuple[str, Solution], ...]:
+        return self.worked_by_parts or (("", self.solution),)
 
     @property
     def marks(self) -> int:
@@ -183,8 +190,10 @@ def heads_question(spec: ProblemSpec) -> Question:
                       Part("split", 2, tuple(s for h in heads for s in h.steps[:3])),
                       *head_parts, Part("concat", 1, (concat,), step_marks=(1,)),
                       Part("projected", 2, (projected,), step_marks=(2,))])
+    worked = (("", solution), *((f"head{h}.", head) for h, head in enumerate(heads, 1)),
+              ("", combined))
     return Question("heads", spec, solution, _given(solution) + (w_o,), parts, heads=heads,
-                    combined=combined)
+                    combined=combined, worked_by_parts=worked)
 
 
 def concept_question(spec: ProblemSpec) -> Question:

@@ -9,6 +9,7 @@ from the network.
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from markupsafe import Markup
 from . import formatting as fmt
 from .paper import DocumentInfo, Paper
 from .render import BUILTIN_TEMPLATES, markdown_environment
-from .spec import HEADS, MISTAKES
+from .spec import MISTAKES
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
@@ -44,12 +45,11 @@ def render_practice(keys: list[Paper], info: DocumentInfo,
 
 
 def practice_data(paper: Paper, decimals: int) -> dict:
-    """What the page's script needs to mark answers: every step's values, the pipeline's
-    shape for carrying a student's own values forward, and the tolerance."""
+    """What the page's script needs to mark answers: every step's values, the step graph
+    (``step_graph``) for carrying a student's own values forward, and the tolerance."""
     problems = {}
     for problem in paper.problems:
         question = problem.question
-        spec = question.spec
         steps = {}
         for part in question.parts:
             for index, step in enumerate(part.steps):
@@ -57,17 +57,30 @@ def practice_data(paper: Paper, decimals: int) -> dict:
                     "name": grid_name(part, index, step),
                     "values": [[None if n.value == float("-inf") else n.value for n in row]
                                for row in step.entries]}
-        problems[spec.id] = {
+        problems[question.spec.id] = {
             "steps": steps,
-            "d_k": spec.d_k // HEADS if question.kind == "heads" else spec.d_k,
+            "graph": step_graph(question),
             "given": {s.name: [[n.value for n in row] for row in s.entries] for s in question.given},
-            "scale": None if spec.scale is None else float(spec.scale),
-            "mask": spec.mask,
-            "unscaled": spec.unscaled,
             "choices": [item.answer for item in question.items],
-            "wrong_step": spec.mistake and MISTAKES[spec.mistake],
+            "wrong_step": question.spec.mistake and MISTAKES[question.spec.mistake],
         }
     return {"tolerance": fmt.key_tolerance(decimals), "problems": problems}
+
+
+def step_graph(question) -> dict:
+    """How each step the student works follows from others, read from the plans the engine
+    ran (``steps.plan``): {name: {op, inputs, ...}}, names as the page's grids are named."""
+    graph = {}
+    for prefix, solution in question.worked:
+        scale = solution.spec.scale
+        factor = 1 / math.sqrt(solution.spec.d_k) if scale is None else float(scale)
+        for step in solution.plan:
+            if not step.is_given:
+                graph[prefix + step.name] = {
+                    "op": step.op, "inputs": [prefix + name if "." not in name else name
+                                              for name in step.inputs],
+                    "transpose": step.transpose, "by_columns": step.by_columns, "factor": factor}
+    return graph
 
 
 def grid_name(part, index: int, step) -> str:

@@ -39,38 +39,31 @@
     return e.map((x) => x / sum);
   });
 
-  // What a step should be, from the student's own earlier grids on the page. A head's
-  // grids are named head1.scores, ...: its steps follow from that head's own grids.
-  function fromOwnValues(section, problem, fullName) {
-    const dot = fullName.indexOf(".");
-    const prefix = fullName.slice(0, dot + 1), name = fullName.slice(dot + 1);
-    const own = (n, scope = prefix) => {
-      const table = section.querySelector(`table.grid[data-name="${scope}${n}"]`);
-      return table ? readGrid(table) : null;
-    };
-    if (name === "concat") {
-      const heads = [own("output", "head1."), own("output", "head2.")];
-      return heads.includes(null) ? null : heads[0].map((row, i) => row.concat(heads[1][i]));
-    }
-    if (name === "projected") {
-      const concat = own("concat");
-      return concat && problem.given.W_O ? matmul(concat, problem.given.W_O) : null;
-    }
-    const scale = problem.scale === null ? 1 / Math.sqrt(problem.d_k) : problem.scale;
-    const inputs = {
-      scores: () => [own("Q"), own("K")], scaled: () => [own("scores")],
-      masked: () => [own(problem.unscaled ? "scores" : "scaled")],
-      weights: () => [own(problem.mask === "causal" ? "masked" : problem.unscaled ? "scores" : "scaled")],
-      output: () => [own("weights"), own("V")],
-    }[name];
-    if (!inputs) return null;
-    const args = inputs();
+  // Each op of the step registry, as the engine computes it (on the student's numbers).
+  const OPS = {
+    product: (step, a, b) => matmul(a, step.transpose ? transpose(b) : b),
+    scaling: (step, a) => a.map((row) => row.map((x) => x * step.factor)),
+    masking: (step, a) => a.map((row, i) => row.map((x, j) => (j > i ? -Infinity : x))),
+    softmax: (step, a) => (step.by_columns ? transpose(softmaxRows(transpose(a))) : softmaxRows(a)),
+    blend: (step, a, b) => matmul(a, b),
+    add: (step, a, b) => a.map((row, i) => row.map((x, j) => x + b[i][j])),
+    concat: (step, ...parts) => parts[0].map((_, i) => [].concat(...parts.map((p) => p[i]))),
+  };
+
+  // What a step should be, from the student's own earlier values: the problem's step graph
+  // names each step's op and inputs; an input is the student's grid of that name (a head's
+  // are head1.scores, ...) or a given matrix. null when an input is neither, or not filled
+  // in: then the key's values count.
+  function fromOwnValues(section, problem, name) {
+    const step = problem.graph[name];
+    if (!step) return null;
+    const args = step.inputs.map((input) => {
+      const table = section.querySelector(`table.grid[data-name="${input}"]`);
+      if (table) return readGrid(table);
+      return problem.given[input] || null;
+    });
     if (args.some((m) => m === null)) return null;
-    if (name === "scores") return matmul(args[0], transpose(args[1]));
-    if (name === "scaled") return args[0].map((row) => row.map((x) => x * scale));
-    if (name === "masked") return args[0].map((row, i) => row.map((x, j) => (j > i ? -Infinity : x)));
-    if (name === "weights") return softmaxRows(args[0]);
-    return matmul(args[0], args[1]);
+    return OPS[step.op](step, ...args);
   }
 
   function close(value, expected) {
