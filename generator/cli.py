@@ -35,7 +35,8 @@ from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, 
 from .render import ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
-from .spec import QUESTION_TYPES, SpecError, parse_toml, read_user_file
+from .kinds import type_names
+from .spec import SpecError, parse_toml, read_user_file
 
 MAX_SEED = 10**18
 EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
@@ -109,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("--no-calculator", action="store_true",
                       help="every scaled score is 0, ±0.5, ±1, ±1.5 or ±2, and the sheet prints "
                            "their exponentials: no calculator needed for e^x")
-    draw.add_argument("--types", type=comma_list(QUESTION_TYPES, "question type"), metavar="T,T,...",
-                      help="question types, taken in turn: " + ", ".join(QUESTION_TYPES)
+    draw.add_argument("--types", type=comma_list(type_names(), "question type"), metavar="T,T,...",
+                      help="question types, taken in turn: " + ", ".join(type_names())
                            + " (default: all of them; 'full' alone: the whole pipeline only)")
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", default="out", metavar="DIR",

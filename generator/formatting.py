@@ -15,6 +15,7 @@ from functools import lru_cache
 import sympy
 from sympy.printing.str import StrPrinter
 
+from . import steps
 from .engine import Num
 
 class _RememberingPrinter(StrPrinter):
@@ -262,20 +263,9 @@ def exact_latex(value: sympy.Expr) -> str:
 
 
 # Each step's matrix symbol in LaTeX; an entry is written symbol_{i,j}.
-LATEX_SYMBOLS = {"X": "X", "W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "Q": "Q", "K": "K",
-                 "V": "V", "scores": "S", "scaled": r"\tilde{S}", "masked": r"\hat{S}",
-                 "weights": "A", "output": "O", "concat": "C", "projected": "Y"}
-
-
-def latex_symbol(step_name: str, head: int | None = None) -> str:
-    """S, or S_1 for head 1's scores; \\tilde{S}_1 for its scaled scores."""
-    symbol = LATEX_SYMBOLS.get(step_name, rf"\mathrm{{{step_name}}}")
-    return symbol if head is None else f"{symbol}_{{{head}}}"
-
-
 def latex_entry_symbol(step_name: str, head: int | None = None) -> str:
     """What an entry's subscript attaches to: S (S_{1,2}), or (S_1) for a head ((S_1)_{1,2})."""
-    symbol = latex_symbol(step_name, head)
+    symbol = steps.symbol(step_name, head)
     return symbol if head is None else f"({symbol})"
 
 
@@ -297,12 +287,6 @@ def cloze_escape(text: str) -> str:
     for special in ("\\", "}", "#", "~", "/", '"'):
         text = text.replace(special, "\\" + special)
     return text
-
-
-def mathml_name(name: str) -> str:
-    """W_Q as W with subscript Q."""
-    base, _, subscript = name.partition("_")
-    return f"<msub><mi>{base}</mi><mi>{subscript}</mi></msub>" if subscript else f"<mi>{name}</mi>"
 
 
 def mathml_matrix(rows: list[list[str]]) -> str:

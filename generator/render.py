@@ -26,8 +26,10 @@ import sympy
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
-from . import insight
+from . import insight, steps
 from .engine import Num
+from .kinds import TYPES
+from .prose import PRINTERS, ProseRenderer, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
 from .typesetting import PDFLATEX, right_to_left, typesetting_for
 
@@ -83,7 +85,7 @@ def _render(environment, folder: str, name: str, papers, info, **extra) -> str:
 
 
 # Folders whose templates are looked up by a step's, part's or type's name at run time.
-LOOKED_UP_BY_NAME = ("steps", "parts", "keys", "statements", "concepts", "mistakes", "notes")
+LOOKED_UP_BY_NAME = ("steps", "notes")
 
 
 def ignored_overrides(folder: Path) -> list[str]:
@@ -112,6 +114,7 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
     """Plain-text numbers and matrices; with ``autoescape`` it also serves the HTML pages,
     which show the Markdown key's working as it is."""
     environment = make_environment(user_templates, autoescape=autoescape)
+    add_prose(environment, "markdown", decimals)
     number = partial(fmt.decimal_text, decimals=decimals)
     environment.filters.update(
         num=number,
@@ -122,6 +125,7 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
             [[str(n.exact) if (step.name, i, j) in spec.fractions else number(n)
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
+        maths=plain_maths,  # a symbol the Python side wrote in TeX (A', Q_1), as plain text
         **_relations(decimals, exact="=", rounded="≈"),
         **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
     )
@@ -134,6 +138,7 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
         user_templates, block_start_string="<%", block_end_string="%>",
         variable_start_string="<<", variable_end_string=">>",
         comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted)
+    add_prose(environment, "latex", decimals)
     def number(num) -> NoEscape:
         return NoEscape(fmt.latex_number(num, decimals))
 
@@ -148,7 +153,8 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
         given_matrix=lambda step, spec: NoEscape(fmt.latex_matrix(
             [[fmt.exact_latex(n.exact) if (step.name, i, j) in spec.fractions else number(n)
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)])),
-        symbol=lambda name, head=None: NoEscape(fmt.latex_symbol(name, head)),
+        symbol=lambda name, head=None: NoEscape(steps.symbol(name, head)),
+        maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1)
         # a command may wrap after a space or a slash of a long path, never run off the page
         breakable=lambda text: NoEscape(_escape_untrusted(text).replace("/", r"/\allowbreak{}")),
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
@@ -157,6 +163,78 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
                            rounded=NoEscape(r"\approx")),
     )
     return environment
+
+
+DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{ ', ' if not loop.last }}"
+                  "{% endfor %}, showing your working.")
+
+
+def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> None:
+    """The globals that print prose (see ``prose``) in this environment's format:
+    ``say(source)`` renders it with the template's values; ``kind_of(question)`` is the
+    question's type, whose title, statement, prompts and keys are prose;
+    ``prompt_of(question, part)`` and ``formula_of(step)`` find a part's or a step's.
+    A template sets ``prose_format`` (or passes ``format``) to print in another format (plain
+    text in a <pre>)."""
+    renderers: dict[str, ProseRenderer] = {}
+
+    def renderer(name: str) -> ProseRenderer:
+        if name not in renderers:
+            renderers[name] = ProseRenderer(PRINTERS[name], {})
+            renderers[name].environment.filters.update(_prose_filters(renderers[name], decimals))
+            renderers[name].environment.globals["zip"] = zip
+        return renderers[name]
+
+    @jinja2.pass_context
+    def say(context, source: str, format: str | None = None, **values):
+        """A template's loop variables are not in its context: pass them (part=part)."""
+        name = format or context.get("prose_format") or printer
+        return renderer(name)(source, {**context.get_all(), **values})
+
+    def prompt_of(question, part) -> str:
+        step = steps.REGISTRY.get(part.task)
+        return (TYPES[question.kind].prompts.get(part.task)
+                or (step.prompt if step and step.prompt else DEFAULT_PROMPT))
+
+    def formula_of(step) -> str:
+        known = steps.REGISTRY.get(step.name)
+        return known.formula if known and known.formula else "{{ step.formula }}"
+
+    environment.globals.update(say=say, kind_of=lambda question: TYPES[question.kind],
+                               prompt_of=prompt_of, formula_of=formula_of)
+
+
+def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
+    """What prose may write: a step's symbol (a head's carries its number), the step its
+    formula takes its input from, another step's formula, numbers and exact values."""
+    def head_of(context) -> int | None:
+        part = context.get("part")
+        return getattr(part, "head", None) if part is not None else None
+
+    @jinja2.pass_context
+    def sym(context, name: str) -> str:
+        return steps.symbol(name, head_of(context))
+
+    @jinja2.pass_context
+    def input_of(context, name: str) -> str:
+        question, head = context.get("question"), head_of(context)
+        solution = question.heads[head - 1] if head else question.solution
+        return next((step.inputs[0] for step in solution.plan if step.name == name),
+                    steps.REGISTRY[name].inputs[0])
+
+    @jinja2.pass_context
+    def formula(context, name: str) -> str:
+        known = steps.REGISTRY.get(name)
+        return renderer.render(known.formula, context.get_all()) if known else name
+
+    return dict(sym=sym, input_of=input_of, formula=formula,
+                num=lambda n: fmt.latex_number(n, decimals), tex=fmt.exact_latex,
+                letter_index=lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter),
+                article=_article)
+
+
+def _article(n) -> str:
+    return "an" if str(n).startswith("8") or n in (11, 18) else "a"
 
 
 SANDBOX_KEY = "immutable-sandbox"
@@ -227,7 +305,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     environment.filters["num_of"] = Num.of
     environment.filters.update(attention_focus=insight.attention_focus,
                                blend_focus=insight.blend_focus, scaling_effect=insight.scaling_effect)
-    environment.filters["article"] = lambda n: "an" if str(n).startswith("8") or n in (11, 18) else "a"
+    environment.filters["article"] = _article
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment
 

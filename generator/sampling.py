@@ -20,9 +20,9 @@ import numpy as np
 import sympy
 
 from .exam_key import problem_code, seed_words
-from .spec import HEADS, MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
-from .worthiness import (Candidate, clear_top_tokens, heads_are_readable, is_exam_worthy,
-                         scaled_scores_in, visible_mistakes)
+from .kinds import TYPES
+from .spec import MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
+from .worthiness import Candidate, is_exam_worthy, scaled_scores_in
 
 EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
@@ -94,12 +94,9 @@ def why_not_drawable(kind: str, options: DrawOptions) -> str | None:
         reason = _why_not_without_a_calculator(kind, options)
         if reason:
             return reason
-    if kind == "heads" and options.weights in ("identity", "diagonal"):
-        return (f"with {options.weights} weights each head sees only its own half of every "
-                f"token, so some rows are zero; use --weights integer or decimal")
-    if kind in ("row", "concept", "permute", "masked") and options.tokens[1] < 2:
-        return "it needs at least 2 tokens"
-    return None
+    if options.tokens[1] < TYPES[kind].min_tokens:
+        return f"it needs at least {TYPES[kind].min_tokens} tokens"
+    return TYPES[kind].not_drawable(options)
 
 
 def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None:
@@ -107,9 +104,10 @@ def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None
     a scale that keeps them so (1/sqrt(d_k) with d_k a square, or a rational --scale)."""
     if "decimal" in (options.embeddings, options.weights):
         return "--no-calculator needs whole-number entries, not two-place decimals"
-    d_k = options.d_k // HEADS if kind == "heads" else options.d_k
+    heads = TYPES[kind].heads
+    d_k = options.d_k // heads if heads else options.d_k
     if options.scale is None and math.isqrt(d_k) ** 2 != d_k:
-        where = "each head's" if kind == "heads" else "the"
+        where = "each head's" if heads else "the"
         return (f"--no-calculator: with {where} d_k = {d_k}, scores / sqrt({d_k}) are never in the "
                 f"table; use --dk 4 (or 16), or --scale 1/2")
     return None
@@ -153,15 +151,8 @@ def sample_problem(options: DrawOptions, problem: str,
 
 
 def options_for(kind: str, options: DrawOptions) -> DrawOptions:
-    """What each question type needs of its problem: a mask or none, heads that split evenly."""
-    if kind == "masked":
-        return replace(options, mask="causal")
-    if kind == "full":
-        return options
-    if kind == "heads":
-        even = [min(MAX_DIMENSION, d + d % 2) for d in (options.d_k, options.d_v)]
-        return replace(options, mask="none", d_k=even[0], d_v=even[1])
-    return replace(options, mask="none")
+    """What the question type needs of its problems: a mask or none, heads that split evenly."""
+    return TYPES[kind].draw_options(options)
 
 
 def problem_id(options: DrawOptions, seed: int, version: int, index: int, kind: str = "full") -> str:
@@ -201,14 +192,14 @@ def difficulty_of(problem: str) -> str | None:
 def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate, dict]:
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
-        candidate = draw_candidate(rng, options, with_output_projection=kind == "heads")
+        candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
                                                              options.decimals):
             continue
         if options.no_calculator and not scaled_scores_in(
-                candidate, NO_CALCULATOR_EXPONENTS, HEADS if kind == "heads" else 0):
+                candidate, NO_CALCULATOR_EXPONENTS, TYPES[kind].heads):
             continue
-        params = question_params(rng, candidate, kind, options.decimals)
+        params = TYPES[kind].draw_params(rng, candidate, options.decimals)
         if params is not None:
             return candidate, params
     raise SpecError(f"could not draw problem {index} (a {kind} question): no new exam-worthy "
@@ -227,25 +218,6 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
     w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
     scale = None if options.scale is None else float(options.scale)
     return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o, scale)
-
-
-def question_params(rng, candidate: Candidate, kind: str, decimals: int) -> dict | None:
-    """The type's own choices (which row, which tokens, which mistake), or None to redraw."""
-    tokens = len(candidate.x)
-    if kind in ("row", "concept"):  # both ask which key gets the most attention
-        clear = clear_top_tokens(candidate, decimals)
-        return {"row": clear[int(rng.integers(len(clear)))]} if clear else None
-    if kind == "permute":
-        if tokens < 2:
-            return None
-        i, j = sorted(int(t) for t in rng.choice(tokens, size=2, replace=False))
-        return {"swap": (i, j)}
-    if kind == "mistake":
-        visible = visible_mistakes(candidate, decimals)
-        return {"mistake": visible[int(rng.integers(len(visible)))]} if visible else None
-    if kind == "heads":
-        return {} if heads_are_readable(candidate, HEADS, decimals) else None
-    return {}
 
 
 def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:

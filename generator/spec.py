@@ -16,7 +16,9 @@ from pathlib import Path
 
 import sympy
 
+from . import kinds, steps
 from .exact import parse_exact, shown
+from .steps import MISTAKES
 
 Matrix = tuple[tuple[sympy.Expr, ...], ...]
 
@@ -27,19 +29,14 @@ MAX_FILE_BYTES = 16 * 2**20  # a spec, roster or header file: far above any real
 MASKS = ("none", "causal")
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
 FROM_PROJECTIONS = ("Q", "K", "V")
-QUESTION_TYPES = ("full", "row", "mistake", "permute", "masked", "heads", "concept")
-# The common mistakes a worked solution can carry, and the step where each goes wrong.
-MISTAKES = {
-    "no-scaling": "scaled",          # softmax of the raw scores
-    "dk-not-sqrt": "scaled",         # scores / d_k instead of / sqrt(d_k)
-    "k-not-transposed": "scores",    # Q K instead of Q K^T
-    "column-softmax": "weights",     # softmax down each column instead of along each row
-    "v-times-weights": "output",     # V · weights instead of weights · V
-    "weights-times-k": "output",     # weights · K: the wrong matrix blended
-}
-HEADS = 2
-KNOWN_KEYS = (set(FROM_EMBEDDINGS + FROM_PROJECTIONS)
-              | {"mask", "scale", "title", "type", "row", "mistake", "swap", "W_O"})
+OPTION_KEYS = ("mask", "scale", "title", "type")
+
+
+def known_keys() -> set[str]:
+    """A spec file's keys: the options, Q, K, V or every given matrix of the step registry,
+    and the keys the question types read (row, swap, mistake)."""
+    given = {name for name, step in steps.REGISTRY.items() if step.is_given}
+    return set(OPTION_KEYS) | set(FROM_PROJECTIONS) | given | set(kinds.spec_keys())
 
 
 class SpecError(ValueError):
@@ -56,9 +53,9 @@ class ProblemSpec:
     scale: sympy.Expr | None = None  # None means the usual 1/sqrt(d_k)
     title: str = ""
     seed: int | None = None
-    question: str = "full"  # one of QUESTION_TYPES: what the student is asked
+    question: str = "full"  # a registered question type (kinds.TYPES): what the student is asked
     row: int | None = None  # row: which query's scores (0-based); concept: which token
-    mistake: str | None = None  # mistake: which of MISTAKE_NAMES the worked solution makes
+    mistake: str | None = None  # mistake: which of steps.MISTAKES the worked solution makes
     swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
     fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
@@ -125,11 +122,14 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     """Check one problem's keys and matrices and build its spec."""
     if not isinstance(record, dict):
         raise SpecError(f"{where}: expected a table of keys such as X, W_Q, W_K, W_V")
-    unknown = sorted(set(record) - KNOWN_KEYS)
+    known = known_keys()
+    unknown = sorted(set(record) - known)
     if unknown:
         raise SpecError(f"{where}: unknown key {shown(unknown[0])} "
-                        f"(known: {', '.join(sorted(KNOWN_KEYS))})")
-    names = _matrix_names(record, where) + (("W_O",) if "W_O" in record else ())
+                        f"(known: {', '.join(sorted(known))})")
+    names = _matrix_names(record, where)
+    names += tuple(name for name in record if name not in names and name in known
+                   and name in steps.REGISTRY)  # a further given matrix: W_O, say
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
     _check_shapes(matrices, where)
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
@@ -139,28 +139,17 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
 
 
 def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
-    """The question type and its parameters (rows and tokens counted from 1 in files)."""
-    kind = record.get("type", "full")
-    if not isinstance(kind, str) or kind not in QUESTION_TYPES:
-        raise SpecError(f"{where}: unknown type {shown(kind)} (expected one of: {', '.join(QUESTION_TYPES)})")
-    for key, types in (("row", ("row", "concept")), ("swap", ("permute",)), ("mistake", ("mistake",))):
-        if key in record and kind not in types:
-            raise SpecError(f"{where}: {key} goes with type {' or '.join(types)}, not {kind}")
-    spec = replace(spec, question=kind)
-    if kind in ("row", "concept"):
-        spec = replace(spec, row=_one_based(record.get("row", 1), spec.n_queries, "row", where))
-    if kind == "permute":
-        swap = record.get("swap", [1, 2])
-        if not (isinstance(swap, list) and len(swap) == 2 and swap[0] != swap[1]):
-            raise SpecError(f"{where}: swap must name two different tokens, e.g. [1, 3]")
-        spec = replace(spec, swap=tuple(_one_based(t, spec.n_keys, "swap", where) for t in swap))
-    if kind == "mistake":
-        mistake = record.get("mistake", "no-scaling")
-        if not isinstance(mistake, str) or mistake not in MISTAKES:
-            raise SpecError(f"{where}: unknown mistake {shown(mistake)} "
-                            f"(expected one of: {', '.join(MISTAKES)})")
-        spec = replace(spec, mistake=mistake)
-    _check_question(spec, where)
+    """The question type and the keys it reads (rows and tokens counted from 1 in files)."""
+    name = record.get("type", "full")
+    if not isinstance(name, str) or name not in kinds.TYPES:
+        raise SpecError(f"{where}: unknown type {shown(name)} "
+                        f"(expected one of: {', '.join(kinds.type_names())})")
+    kind = kinds.TYPES[name]
+    for key, readers in kinds.spec_keys().items():
+        if key in record and name not in readers:
+            raise SpecError(f"{where}: {key} goes with type {' or '.join(readers)}, not {name}")
+    spec = kind.read(replace(spec, question=name), record, where)
+    _check_question(spec, kind, where)
     return spec
 
 
@@ -175,36 +164,28 @@ def mistakes_for_shapes(n_queries: int, n_keys: int, d_k: int, d_v: int) -> tupl
     return tuple(name for name in MISTAKES if fits.get(name, True))
 
 
-def _one_based(value, limit: int, key: str, where: str) -> int:
+def one_based(value, limit: int, key: str, where: str) -> int:
+    """A row or token a file counts from 1, as an index from 0."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
         raise SpecError(f"{where}: {key} must be a whole number from 1 to {limit}, got {shown(value)}")
     return value - 1
 
 
-def _check_question(spec: ProblemSpec, where: str) -> None:
-    needs_embeddings = spec.question in ("heads", "permute", "mistake")
-    if needs_embeddings and not spec.from_embeddings:
-        raise SpecError(f"{where}: type {spec.question} needs X, W_Q, W_K and W_V")
-    if spec.question in ("permute", "heads", "concept", "mistake") and spec.mask != "none":
-        raise SpecError(f"{where}: type {spec.question} takes no mask")
-    if spec.question == "row" and spec.mask == "causal" and spec.row == 0:
-        raise SpecError(f"{where}: under a causal mask token 1 sees only itself (weight 1); "
-                        f"choose a later row")
-    if spec.mistake in ("no-scaling", "dk-not-sqrt") and spec.scale is not None:
-        raise SpecError(f"{where}: mistake {spec.mistake} is about dividing by sqrt(d_k); "
-                        f"this problem sets its own scale")
-    if spec.question == "masked" and spec.mask != "causal":
-        raise SpecError(f"{where}: type masked needs mask = \"causal\"")
-    if (spec.question == "heads") != ("W_O" in spec.matrices):
-        raise SpecError(f"{where}: W_O (the output projection) goes with type heads, and only there")
-    if spec.mistake and spec.mistake not in mistakes_that_fit(spec):
-        raise SpecError(f"{where}: mistake {spec.mistake} needs square shapes this problem lacks")
-    if spec.question == "heads":
-        if spec.d_k % HEADS or spec.d_v % HEADS:
-            raise SpecError(f"{where}: d_k and d_v must split evenly into {HEADS} heads")
-        if len(spec.matrices["W_O"]) != spec.d_v:
-            raise SpecError(f"{where}: W_O has {len(spec.matrices['W_O'])} rows but the heads "
-                            f"give {spec.d_v} columns")
+def _check_question(spec: ProblemSpec, kind, where: str) -> None:
+    """A further matrix (W_O) only with the type that takes it; then the type's own rules."""
+    for name in spec.matrices:
+        if name not in FROM_EMBEDDINGS + FROM_PROJECTIONS and name not in kind.matrices \
+                and not steps.REGISTRY[name].name in steps.PIPELINE:
+            takers = [k.name for k in kinds.TYPES.values() if name in k.matrices]
+            raise SpecError(f"{where}: {name} goes with type {' or '.join(takers) or 'none'}, "
+                            f"and only there")
+    for name in kind.matrices:
+        if name not in spec.matrices:
+            raise SpecError(f"{where}: type {kind.name} needs {name}"
+                            f"{f' ({steps.REGISTRY[name].text})' if name in steps.REGISTRY else ''}")
+    reason = kind.check(spec)
+    if reason:
+        raise SpecError(f"{where}: {reason}")
 
 
 def read_user_bytes(path: Path, what: str = "the file") -> bytes:

@@ -103,12 +103,12 @@ for _step in (
             r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
             when="scaled"),
     StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
-            r"$\hat{S} = {{ 'S' if spec.unscaled else '\\tilde{S}' }} + M$, the causal mask added",
+            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the causal mask added",
             r"Apply the causal mask: write the masked scores $\hat{S} = "
-            r"{{ 'S' if spec.unscaled else '\\tilde{S}' }} + M$, with $-\infty$ wherever key $j$ "
+            r"{{ 'masked' | input_of | sym }} + M$, with $-\infty$ wherever key $j$ "
             r"comes after query $i$.", when="causal"),
     StepDef("weights", "softmax", ("masked",), "A", "weights = softmax(row-wise)",
-            r"${{ 'weights' | sym }} = \operatorname{softmax}({{ logits | sym }})$, row by row",
+            r"${{ 'weights' | sym }} = \operatorname{softmax}({{ 'weights' | input_of | sym }})$, row by row",
             "Apply softmax to each row to get the attention weights $A$; show each row's "
             "exponentials, their sum and the quotients.", marks=3),
     StepDef("output", "blend", ("weights", "V"), "O", "output = weights V",
@@ -119,7 +119,7 @@ for _step in (
     register(_step)
 
 for _step in (
-    given_def("W_O", "W_O"),
+    replace(given_def("W_O", "W_O"), text="the output projection"),
     StepDef("concat", "concat", ("head1.output", "head2.output"), "C",
             "concat = [output_1, output_2]", "$C = [O_1, O_2]$",
             "Concatenate the heads' outputs: $C = [O_1, O_2]$."),
@@ -141,6 +141,8 @@ MISTAKEN = {
                                        text="output = V weights")},
     "weights-times-k": {"output": dict(inputs=("weights", "K"))},
 }
+# The step each mistake goes wrong at.
+MISTAKES = {name: next(iter(changes)) for name, changes in MISTAKEN.items()}
 
 
 def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,

@@ -17,7 +17,9 @@ from markupsafe import Markup
 
 from . import formatting as fmt
 from .paper import DocumentInfo, Paper
-from .render import BUILTIN_TEMPLATES, markdown_environment
+from . import steps
+from .prose import mathml
+from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment
 from .spec import MISTAKES
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
@@ -25,14 +27,14 @@ PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
 def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> str:
     """A Moodle XML question bank: one cloze question per problem, a category per version."""
-    environment = _web_environment(info.decimals, user_templates)
+    environment = _web_environment(info.decimals, user_templates, "moodle")
     return environment.get_template("moodle/quiz.xml.j2").render(papers=keys, info=info)
 
 
 def render_practice(keys: list[Paper], info: DocumentInfo,
                     user_templates: Path | None = None) -> dict[str, str]:
     """One practice page per version: practice.html, or practice/version-NN.html."""
-    environment = _web_environment(info.decimals, user_templates)
+    environment = _web_environment(info.decimals, user_templates, "html")
     template = environment.get_template("html/practice.html.j2")
     script = Markup(PRACTICE_SCRIPT.read_text(encoding="utf-8"))
     pages = {}
@@ -86,20 +88,22 @@ def step_graph(question) -> dict:
 def grid_name(part, index: int, step) -> str:
     """The name a step's grid goes by on the page; each head's steps are head1.scores, ...,
     so that a head's later steps can be marked against the student's own earlier ones."""
-    if part.task == "split":
-        return f"head{index // 3 + 1}.{step.name}"  # the part lists Q, K, V of head 1, then of head 2
-    if part.head is not None:
-        return f"head{part.head}.{step.name}"
-    return step.name
+    if part.grid_names:
+        return part.grid_names[index]
+    return f"head{part.head}.{step.name}" if part.head is not None else step.name
 
 
-def _web_environment(decimals: int, user_templates: Path | None):
+def _web_environment(decimals: int, user_templates: Path | None, prose: str):
+    """The Markdown environment, escaping HTML, with prose printed for the page (MathML) or
+    for Moodle (TeX for its MathJax filter)."""
     environment = markdown_environment(decimals, user_templates, autoescape=True)
+    add_prose(environment, prose, decimals)
     number = partial(fmt.decimal_text, decimals=decimals)
     environment.filters.update(
         mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]
                                                       for row in step.entries])),
-        mathml_name=lambda name: Markup(fmt.mathml_name(name)),
+        mathml_symbol=lambda tex: Markup(mathml(tex).removeprefix("<math>").removesuffix("</math>")),
+        tex_symbol=steps.symbol,
         tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
                                                   for row in step.entries]),
         cloze=lambda num: fmt.cloze_numerical(num, decimals),

@@ -194,7 +194,7 @@ def test_scale_one_reads_as_unscaled_attention(tmp_path, run_cli):
     assert "Dot{-}product self{-}attention" in key and "Scaled" not in key
     assert r"\tilde{S}" not in key and "1\\, S" not in key and "scale * scores" not in key
     assert r"\operatorname{softmax}\!\left(QK^{\top} + M\right) V" in key
-    assert "scores not scaled: softmax(Q K^T)" in sheet
+    assert "The scores are not scaled: compute Attention(Q, K, V) = softmax(QK^T) V" in sheet
     problems = record(tmp_path)["problems"]
     assert all("scaled" not in p["steps"] and not any(n.endswith(".scaled") for n in p["steps"])
                for p in problems)

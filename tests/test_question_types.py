@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 from conftest import make_question, torch_or_skip
 from generator.formatting import decimal_text
 from generator.sampling import draw_options, sample_set
-from generator.spec import MISTAKES, QUESTION_TYPES, SpecError
+from generator.kinds import type_names
+from generator.spec import MISTAKES, SpecError
+
+QUESTION_TYPES = type_names()
 
 # Three tokens with d_k = d_v = 3, so that every mistake's wrong product has matching shapes.
 SQUARE = {"X": [[1, 0, 1], [0, 2, 1], [1, 1, 0]], "W_Q": [[1, 0, 1], [0, 1, 0], [1, 1, 0]],
@@ -172,7 +175,8 @@ def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
     ({"type": "permute", "swap": [2, 2]}, "swap must name two different tokens"),
     ({"type": "permute", "mask": "causal"}, "type permute takes no mask"),
     ({"type": "masked"}, 'type masked needs mask = "causal"'),
-    ({"type": "heads"}, "W_O (the output projection) goes with type heads"),
+    ({"type": "heads"}, "type heads needs W_O (the output projection)"),
+    ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads, and only there"),
     ({"row": 2}, "row goes with type row or concept, not full"),
     ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k and d_v must split evenly into 2 heads"),
 ])
@@ -279,7 +283,8 @@ def test_a_heads_key_labels_each_step_with_its_head_and_its_marks(tmp_path, run_
         assert f"$A_{{{h}}} = \\operatorname{{softmax}}(\\tilde{{S}}_{{{h}}})$" in key
         assert f"$O_{{{h}}} = A_{{{h}}} V_{{{h}}}$" in key
         assert f"(S_{{{h}}})_{{1,1}} = " in key
-        assert f"\\textbf{{Head {h}}}\\hfill [1]" in key
+        assert f"Q_{h} = \\left[" in key
+    assert "(1 mark a head)" in key
     assert "A_{1} = [" not in key and "A_{1,:}" not in key.split("Head 1")[0]  # rows are A_{i,:}
     headings = [line for line in key.splitlines() if line.startswith("\\needspace{7\\baselineskip}")]
     assert headings and all(re.search(r"\\quad \[\d\]\\par$", line) for line in headings)

@@ -17,7 +17,9 @@ from generator.pipeline import solve_checked
 from generator.paper import DocumentInfo
 from generator.render import render_markdown
 from generator.sampling import draw_options, sample_set
-from generator.spec import QUESTION_TYPES
+from generator.kinds import type_names
+
+QUESTION_TYPES = type_names()
 
 getcontext().prec = 40
 NUMBER = r"-?\d+(?:\.\d+)?"

@@ -1,0 +1,143 @@
+"""Question type "concept": checkpoint questions on the problem's own numbers (which key
+gets the most attention, what a row sums to, the output's shape, the weight without
+scaling), each with distractors that come from the engine's wrong variants."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+
+import numpy as np
+import sympy
+
+from ..engine import Num, solve
+from ..questions import ConceptItem, Part, Question, lettered, the_top_key
+from . import GIVEN, QuestionType, register
+from .row import draw_row, read_row
+
+# One choice of an item, written by its topic (``choice`` and ``item`` are at hand).
+CHOICE = (r"{% if item.topic == 'top-attention' %}token {{ choice[0] + 1 }}, weight "
+          r"${{ choice[1] | num }}${% elif item.topic == 'row-sum' %}{% if choice == 'depends' %}"
+          r"it depends on the scores{% else %}${{ choice }}${% endif %}"
+          r"{% elif item.topic == 'output-shape' %}${{ choice[0] }} \times {{ choice[1] }}$"
+          r"{% else %}${{ choice | num }}${% endif %}")
+ITEM = "{% set item = question.items[part.letter | letter_index] %}"
+QUESTIONS = {
+    "top-attention": "Which token does token {{ spec.row + 1 }} attend to most, and with what weight?",
+    "row-sum": "What does every row of $A$ sum to?",
+    "output-shape": "What is the shape of the output $O = AV$?",
+    "no-scaling": r"Had the scores not been divided by $\sqrt{d_k}$, what would token "
+                  r"{{ spec.row + 1 }}'s largest attention weight be?",
+}
+WHY = {
+    "top-attention": "Read row {{ spec.row + 1 }} of $A$: its largest entry is in column "
+                     "{{ choice[0] + 1 }}.",
+    "row-sum": "Each row of $A$ is one query's softmax, a probability distribution over the keys, "
+               "so it sums to exactly 1 whatever the scores.",
+    "output-shape": r"$O = AV$ multiplies {{ spec.n_queries | article }} $"
+                    r"{{ spec.n_queries }} \times {{ spec.n_keys }}$ matrix by "
+                    r"{{ spec.n_keys | article }} ${{ spec.n_keys }} \times {{ spec.d_v }}$ one: "
+                    r"one row per query token, $d_v$ columns.",
+    "no-scaling": r"Softmax of row {{ spec.row + 1 }} of $S$ itself, not of $S/\sqrt{d_k}$: unscaled "
+                  r"scores are $\sqrt{d_k}$ times further apart, so the largest weight grows and the "
+                  r"distribution sharpens.",
+}
+ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABCD'[item.answer] }}) "
+          + CHOICE + ".** {WHY} Where the others come from:{% for letter, slip in "
+          "zip('ABCD', item.slips) if slip %} ({{ letter }}) {{ slip }}{{ ';' if not loop.last "
+          "else '.' }}{% endfor %}")
+
+
+def concept_question(spec) -> Question:
+    solution = solve(spec)
+    shuffle = np.random.default_rng(zlib.crc32(spec.id.encode()))
+    items = tuple(_shuffled(item, shuffle) for item in (
+        _top_attention(solution, spec.row), _row_sum(spec), _output_shape(spec),
+        *(() if spec.unscaled else (_no_scaling(solution, spec),))))
+    given = (solution.step("scores"), solution.step("weights"))
+    parts = lettered([Part(f"concept-{item.topic}", 1, asks="item") for item in items])
+    return Question("concept", spec, solution, given, parts, items=items)
+
+
+def _top_attention(solution, token: int) -> ConceptItem:
+    """Which key does `token` attend to most, and with what weight?"""
+    def top(weights_step):
+        row = weights_step.entries[token]
+        best = max(range(len(row)), key=lambda j: row[j].value)
+        return (best, row[best])
+
+    the_top_key(solution.step("weights").entries[token], solution.spec)
+    right = top(solution.step("weights"))
+    row = solution.step("weights").entries[token]
+    second = sorted(range(len(row)), key=lambda j: -row[j].value)[1:2]
+    wrong = [(top(solve(solution.spec, "no-scaling").step("weights")),
+              "softmax of the raw scores, without scaling"),
+             (top(solve(solution.spec, "column-softmax").step("weights")),
+              "softmax down each column instead of along the row")]
+    wrong += [((j, row[j]), "the second-largest weight of the row") for j in second]
+    wrong += [((right[0], Num.of(sympy.Rational(1, len(row)))), "equal weights for every key")]
+    return _item("top-attention", right, wrong, key=lambda c: (c[0], round(c[1].value, 4)))
+
+
+def _row_sum(spec) -> ConceptItem:
+    wrong = [(spec.n_keys, "counting 1 per key, as if every weight were 1"),
+             ("depends", "forgetting that softmax divides each row by its own sum"),
+             (spec.d_k, "confusing the sum with d_k"), (spec.d_v, "confusing the sum with d_v"),
+             (0, "thinking of scores centred on 0, not of weights")]
+    return _item("row-sum", 1, wrong, key=str)
+
+
+def _output_shape(spec) -> ConceptItem:
+    n, m, d_k, d_v = spec.n_queries, spec.n_keys, spec.d_k, spec.d_v
+    wrong = [((n, m), "the shape of A, not of AV"), ((d_v, n), "the shape of (AV) transposed"),
+             ((n, d_k), "the shape of Q: values have d_v columns, not d_k"),
+             ((d_k, d_v), "the shape of a weight matrix"), ((1, d_v), "one output row for all tokens"),
+             ((n, 1), "one number per token, as if the output were a score")]
+    return _item("output-shape", (n, d_v), wrong, key=str)
+
+
+def _no_scaling(solution, spec) -> ConceptItem:
+    """Without scaling, what would the largest weight of `token` be?"""
+    def largest(weights_step):
+        return max(weights_step.entries[spec.row], key=lambda n: n.value)
+
+    right = largest(solve(spec, "no-scaling").step("weights"))
+    wrong = [(largest(solution.step("weights")), "the weight with scaling: the question drops it"),
+             (largest(solve(spec, "dk-not-sqrt").step("weights")), "dividing by d_k, not by nothing"),
+             (Num.of(sympy.Rational(1, spec.n_keys)), "equal weights for every key")]
+    return _item("no-scaling", right, wrong, key=lambda n: round(n.value, 4))
+
+
+def _item(topic: str, right, wrong: list[tuple], key) -> ConceptItem:
+    """The right choice and up to three distractors that read differently from it and each
+    other, each with the slip that gives it."""
+    choices, slips, seen = [right], [""], {key(right)}
+    for choice, slip in wrong:
+        if key(choice) not in seen and len(choices) < 4:
+            choices.append(choice)
+            slips.append(slip)
+            seen.add(key(choice))
+    return ConceptItem(topic, tuple(choices), 0, tuple(slips))
+
+
+def _shuffled(item: ConceptItem, rng: np.random.Generator) -> ConceptItem:
+    order = [int(k) for k in rng.permutation(len(item.choices))]
+    return ConceptItem(item.topic, tuple(item.choices[k] for k in order), order.index(item.answer),
+                       tuple(item.slips[k] for k in order))
+
+
+def _check(spec) -> str | None:
+    return "type concept takes no mask" if spec.mask != "none" else None
+
+
+register(QuestionType(
+    "concept", concept_question, "Checkpoint",
+    (r"A self-attention layer with {{ spec.n_queries }} tokens, $d_k = {{ spec.d_k }}$ and "
+     r"$d_v = {{ spec.d_v }}$ produced these raw scores $S = QK^{\top}$ and attention weights "
+     r"$A = \operatorname{softmax}({% if spec.unscaled %}S{% elif spec.scale is none %}S/\sqrt{d_k}"
+     r"{% else %}{{ spec.scale | tex }}\, S{% endif %})$ (row by row). Choose one answer in each part.",
+     GIVEN),
+    prompts={f"concept-{topic}": text for topic, text in QUESTIONS.items()},
+    keys={f"concept-{topic}": ANSWER.replace("{WHY}", why) for topic, why in WHY.items()},
+    choice=ITEM + CHOICE, spec_keys=("row",), read=read_row, check=_check, min_tokens=2,
+    draw_options=lambda options: replace(options, mask="none"), draw_params=draw_row))

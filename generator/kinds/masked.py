@@ -1,0 +1,18 @@
+"""Question type "masked": every step of causal self-attention, the mask a step of its own."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..questions import ATTENTION, SETUP
+from . import GIVEN, QuestionType, register
+from .full import PROMPTS, full_question
+
+
+def _masked_only(spec) -> str | None:
+    return None if spec.mask == "causal" else 'type masked needs mask = "causal"'
+
+
+register(QuestionType(
+    "masked", full_question, "Causal self-attention", (SETUP, GIVEN, ATTENTION), prompts=PROMPTS,
+    check=_masked_only, min_tokens=2, draw_options=lambda options: replace(options, mask="causal")))

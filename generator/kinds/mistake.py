@@ -1,0 +1,96 @@
+"""Question type "mistake": a worked solution with one common mistake in it (computed by
+the engine, every later step following from the wrong value): find the step, say what
+went wrong, put it right."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..engine import solve
+from ..questions import SETUP, Part, Question, given_steps, lettered
+from ..exact import shown
+from ..spec import MISTAKES, SpecError, mistakes_that_fit
+from ..steps import symbol
+from ..worthiness import visible_mistakes
+from . import GIVEN, SHOWN, QuestionType, register
+
+# What the student did wrong, said in the key after naming the step.
+EXPLANATIONS = {
+    "no-scaling": r"The student applied softmax to the raw scores $S$, skipping the division by "
+                  r"$\sqrt{d_k}$. Unscaled dot products grow with $d_k$ and push softmax towards "
+                  r"one-hot weights; the scaled scores are $\tilde{S} = S/\sqrt{d_k}$.",
+    "dk-not-sqrt": r"The student divided the scores by $d_k$ instead of by $\sqrt{d_k}$, which "
+                   r"flattens the weights too much. The scaling is $\tilde{S} = S/\sqrt{d_k}$.",
+    "k-not-transposed": r"The student multiplied $Q$ by $K$ instead of by $K^{\top}$. Entry "
+                        r"$(i, j)$ of the scores must be the dot product of query $i$ with key $j$, "
+                        r"which is row $i$ of $Q$ times column $j$ of $K^{\top}$; $QK$ only fits here "
+                        r"because $d_k$ equals the number of tokens.",
+    "column-softmax": r"The student normalised each column of $\tilde{S}$ instead of each row. Every "
+                      r"query token needs its own distribution over the keys: softmax runs along "
+                      r"each row, and each row of $A$ must sum to 1 (the student's columns do, their "
+                      r"rows do not).",
+    "v-times-weights": r"The student multiplied in the wrong order, $VA$ instead of $AV$. Output row "
+                       r"$i$ must blend the value rows with query $i$'s weights, which is row $i$ of "
+                       r"$A$ times $V$; $VA$ only fits here because $d_v$ equals the number of tokens.",
+    "weights-times-k": r"The student blended the keys, $AK$, instead of the values, $AV$. Keys only "
+                       r"decide the weights; the output is a weighted sum of the value rows.",
+}
+
+
+def mistake_question(spec) -> Question:
+    solution, flawed = solve(spec), solve(spec, spec.mistake)
+    wrong = MISTAKES[spec.mistake]
+    names = [s.name for s in solution.steps if s.kind != "given"]
+    from_wrong = tuple(solution.step(n) for n in names[names.index(wrong):])
+    parts = lettered([Part("mistake-find", 2, (flawed.step(wrong),), asks="step-name"),
+                      Part("mistake-fix", 3, from_wrong)])
+    shown_steps = tuple(("{{ step.name | formula }}", symbol(step.name), step)
+                        for step in flawed.steps if step.kind != "given")
+    return Question("mistake", spec, solution, given_steps(solution), parts, flawed=flawed,
+                    shown=shown_steps)
+
+
+def read_mistake(spec, record: dict, where: str):
+    mistake = record.get("mistake", "no-scaling")
+    if not isinstance(mistake, str) or mistake not in MISTAKES:
+        raise SpecError(f"{where}: unknown mistake {shown(mistake)} "
+                        f"(expected one of: {', '.join(MISTAKES)})")
+    return replace(spec, mistake=mistake)
+
+
+def _check(spec) -> str | None:
+    if not spec.from_embeddings:
+        return "type mistake needs X, W_Q, W_K and W_V"
+    if spec.mask != "none":
+        return "type mistake takes no mask"
+    if MISTAKES[spec.mistake] == "scaled" and spec.scale is not None:
+        return (f"mistake {spec.mistake} is about dividing by sqrt(d_k); this problem sets its "
+                f"own scale")
+    if spec.mistake not in mistakes_that_fit(spec):
+        return f"mistake {spec.mistake} needs square shapes this problem lacks"
+    return None
+
+
+def draw_mistake(rng, candidate, decimals: int) -> dict | None:
+    """A mistake that changes its step at the shown decimals."""
+    visible = visible_mistakes(candidate, decimals)
+    return {"mistake": visible[int(rng.integers(len(visible)))]} if visible else None
+
+
+_WHAT_WENT_WRONG = "".join(
+    f"{{% {'if' if i == 0 else 'elif'} spec.mistake == '{name}' %}}{text}"
+    for i, (name, text) in enumerate(EXPLANATIONS.items())) + "{% endif %}"
+
+register(QuestionType(
+    "mistake", mistake_question, "Find the mistake",
+    (SETUP, GIVEN, "A student's worked solution follows. Exactly one step contains a common "
+                   "mistake; every step after it was computed correctly from the wrong value.",
+     SHOWN),
+    prompts={"mistake-find": "Which step is wrong? Name it and say what the student did wrong.",
+             "mistake-fix": "Correct that step and recompute every step after it."},
+    keys={"mistake-find": "**The mistake is in the step {{ part.steps[0].name | formula }}.** "
+                          + _WHAT_WENT_WRONG,
+          "mistake-fix": "The right values, from the wrong step on (a correct method applied to "
+                         "the student's earlier wrong values keeps its marks):"},
+    spec_keys=("mistake",), read=read_mistake, check=_check,
+    draw_options=lambda options: replace(options, mask="none"), draw_params=draw_mistake))

@@ -1,0 +1,91 @@
+"""Question type "permute": two tokens swap places; predict the new weights and output
+from the old ones, and say why nothing needs recomputing (permutation equivariance)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..engine import Step, solve
+from ..questions import SETUP, Part, Question, given_steps, lettered
+from ..spec import SpecError, one_based
+from . import GIVEN, SHOWN, QuestionType, register
+
+SWAPPED = "tokens {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
+ROWS = "rows {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
+
+
+def permute_question(spec) -> Question:
+    solution = solve(spec)
+    i, j = spec.swap
+    order = list(range(spec.n_queries))
+    order[i], order[j] = j, i
+    swapped_x = tuple(spec.matrices["X"][k] for k in order)
+    recomputed = solve(replace(spec, matrices={**spec.matrices, "X": swapped_x}))
+    weights = permuted(solution.step("weights"), order, columns_too=True)
+    output = permuted(solution.step("output"), order, columns_too=False)
+    parts = lettered([Part("permute-weights", 2, (weights,), shown_as=("A'",)),
+                      Part("permute-output", 2, (output,), shown_as=("O'",)),
+                      Part("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")),
+                           shown_as=("A'", "O'"), asks="words")])
+    shown = (("", "A", solution.step("weights")), ("", "O", solution.step("output")))
+    return Question("permute", spec, solution, given_steps(solution), parts, recomputed=recomputed,
+                    shown=shown)
+
+
+def permuted(step: Step, order: list[int], columns_too: bool) -> Step:
+    """The step's rows (and columns) put in the new token order: row k is old row order[k]."""
+    rows = [step.entries[k] for k in order]
+    if columns_too:
+        rows = [tuple(row[k] for k in order) for row in rows]
+    return Step(step.name, f"{step.name}, tokens swapped", "permutation", tuple(rows),
+                working=tuple(order))
+
+
+def read_swap(spec, record: dict, where: str):
+    swap = record.get("swap", [1, 2])
+    if not (isinstance(swap, list) and len(swap) == 2 and swap[0] != swap[1]):
+        raise SpecError(f"{where}: swap must name two different tokens, e.g. [1, 3]")
+    return replace(spec, swap=tuple(one_based(t, spec.n_keys, "swap", where) for t in swap))
+
+
+def draw_swap(rng, candidate, decimals: int) -> dict | None:
+    tokens = len(candidate.x)
+    if tokens < 2:
+        return None
+    i, j = sorted(int(t) for t in rng.choice(tokens, size=2, replace=False))
+    return {"swap": (i, j)}
+
+
+def _check(spec) -> str | None:
+    if not spec.from_embeddings:
+        return "type permute needs X, W_Q, W_K and W_V"
+    return "type permute takes no mask" if spec.mask != "none" else None
+
+
+register(QuestionType(
+    "permute", permute_question, "Two tokens swap places",
+    (SETUP, GIVEN, "Its attention weights and output are", SHOWN,
+     f"Now {SWAPPED} swap places: {ROWS} of $X$ are exchanged, and nothing else changes."),
+    prompts={"permute-weights": "Without recomputing anything, write the new attention weights $A'$.",
+             "permute-output": "Without recomputing anything, write the new output $O'$.",
+             "permute-why": "Explain why no recomputation is needed."},
+    keys={"permute-weights":
+          f"Swapping {SWAPPED} swaps both the queries and the keys, so {ROWS} of $A$ swap, and so "
+          f"do columns {{{{ spec.swap[0] + 1 }}}} and {{{{ spec.swap[1] + 1 }}}}: $A' = PAP^{{\\top}}$, "
+          f"where $P$ is the permutation matrix that swaps them (the identity with {ROWS} "
+          f"exchanged, so $X' = PX$ and $P^{{\\top}}P = I$).",
+          "permute-output":
+          f"Each output row belongs to its token, so {ROWS} of $O$ swap: $O' = A'V' = "
+          f"(PAP^{{\\top}})(PV) = PA(P^{{\\top}}P)V = PAV = PO$, since $V' = X'W_V = PXW_V = PV$ "
+          f"and $P^{{\\top}}P = I$.",
+          "permute-why":
+          "Self-attention without a mask is permutation equivariant: every score depends only on "
+          "the pair of tokens it compares, not on where they stand, so reordering the tokens "
+          "reorders the rows (and the key columns) of every result in the same way and changes "
+          "no value: $Q' = PQ$ and $K' = PK$ give $S' = Q'K'^{\\top} = PQK^{\\top}P^{\\top} = "
+          "PSP^{\\top}$, and softmax, applied row by row, carries the same reordering through. "
+          "This holds only because the embeddings carry no position: with positional encodings "
+          "added to $X$, the swapped tokens would get new positions, and the scores would change. "
+          "Recomputing from the swapped $X$ gives the same matrices:"},
+    spec_keys=("swap",), read=read_swap, check=_check, min_tokens=2,
+    draw_options=lambda options: replace(options, mask="none"), draw_params=draw_swap))

@@ -1,0 +1,174 @@
+"""Prose, written once and printed for each format.
+
+A piece of prose (a title, a statement, a part's prompt, a key's explanation) is a
+small Jinja template in one notation: plain words, maths between ``$...$`` in TeX,
+and ``**bold**``.  ``say`` renders it with the values of the problem at hand (in
+the immutable sandbox) and hands it to the format's printer, which turns each piece
+by its kind, as SymPy's printers do (``_print_<Kind>``):
+
+- LaTeX keeps the maths and escapes the words (pylatex);
+- Markdown writes the maths as plain text (pylatexenc: S/√(d_k), K^T);
+- HTML writes the maths as MathML (latex2mathml) and escapes the words;
+- Moodle writes the maths as TeX for its MathJax filter, \\( ... \\).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jinja2
+import jinja2.sandbox
+import latex2mathml.converter
+from markupsafe import Markup
+from pylatex.utils import NoEscape, escape_latex
+from pylatexenc import latex2text
+
+PIECES = re.compile(r"\*\*(?P<bold>.+?)\*\*|\$(?P<math>[^$]+)\$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Math:
+    tex: str
+
+
+@dataclass(frozen=True)
+class Bold:
+    pieces: tuple
+
+
+def pieces(prose: str) -> tuple:
+    """The prose as a sequence of Text, Math and Bold (which holds Text and Math)."""
+    found, at = [], 0
+    for match in PIECES.finditer(prose):
+        if match.start() > at:
+            found.append(Text(prose[at:match.start()]))
+        found.append(Bold(pieces(match["bold"])) if match["bold"] is not None else Math(match["math"]))
+        at = match.end()
+    if at < len(prose):
+        found.append(Text(prose[at:]))
+    return tuple(found)
+
+
+class Printer:
+    """Prints prose piece by piece, each by the method named for its kind."""
+
+    def print(self, prose: str) -> str:
+        return self.join(self._print(piece) for piece in pieces(prose))
+
+    def _print(self, piece) -> str:
+        return getattr(self, f"_print_{type(piece).__name__}")(piece)
+
+    def join(self, printed) -> str:
+        return "".join(printed)
+
+    def _print_Bold(self, piece: Bold) -> str:
+        return self.bold(self.join(self._print(p) for p in piece.pieces))
+
+
+class LatexPrinter(Printer):
+    def _print_Text(self, piece: Text) -> str:
+        # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
+        return escape_latex(piece.text).replace(r"\^{}", r"\textasciicircum{}")
+
+    def _print_Math(self, piece: Math) -> str:
+        return f"${piece.tex}$"
+
+    def bold(self, text: str) -> str:
+        return rf"\textbf{{{text}}}"
+
+    def join(self, printed) -> str:
+        return NoEscape("".join(printed))
+
+
+class MarkdownPrinter(Printer):
+    def _print_Text(self, piece: Text) -> str:
+        return piece.text
+
+    def _print_Math(self, piece: Math) -> str:
+        return plain_maths(piece.tex)
+
+    def bold(self, text: str) -> str:
+        return f"**{text}**"
+
+
+class HtmlPrinter(Printer):
+    def _print_Text(self, piece: Text) -> str:
+        return html.escape(piece.text, quote=False)
+
+    def _print_Math(self, piece: Math) -> str:
+        return mathml(piece.tex)
+
+    def bold(self, text: str) -> str:
+        return f"<b>{text}</b>"
+
+    def join(self, printed) -> str:
+        return Markup("".join(printed))
+
+
+class MoodlePrinter(HtmlPrinter):
+    def _print_Math(self, piece: Math) -> str:
+        return html.escape(rf"\({piece.tex}\)", quote=False)
+
+
+PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": HtmlPrinter(),
+            "moodle": MoodlePrinter()}
+
+
+@lru_cache(maxsize=4096)
+def mathml(tex: str) -> str:
+    return latex2mathml.converter.convert(tex).replace(
+        ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
+
+
+def _plain_text_context():
+    """pylatexenc's maths-to-text, with a transpose written T as in the other texts."""
+    context = latex2text.get_default_latex_context_db().filter_context(keep_categories=None)
+    context.add_context_category("gen-problems", prepend=True, macros=[
+        latex2text.MacroTextSpec("top", "T"),
+        latex2text.MacroTextSpec(",", ""),
+        *(latex2text.MacroTextSpec(name, f" {sign} ") for name, sign in
+          (("le", "≤"), ("ge", "≥"), ("approx", "≈"), ("times", "×"), ("cdot", "·"))),
+    ])
+    return context
+
+
+OPERATOR_NAME = re.compile(r"\\operatorname\{(\w+)\}")
+
+
+@lru_cache(maxsize=4096)
+def plain_maths(tex: str) -> str:
+    text = _TO_TEXT.latex_to_text(OPERATOR_NAME.sub(r"\\mathrm{\1}", tex))
+    return re.sub(" {2,}", " ", text).strip()
+
+
+_TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_text_context(),
+                                      strict_latex_spaces=False)
+
+
+class ProseRenderer:
+    """Renders prose sources (Jinja, in the immutable sandbox) with a template's values, then
+    prints them for one format.  Compiled sources are kept: the same few dozen recur."""
+
+    def __init__(self, printer: Printer, filters: dict):
+        self.printer = printer
+        self.environment = jinja2.sandbox.ImmutableSandboxedEnvironment(
+            undefined=jinja2.StrictUndefined, autoescape=False)
+        self.environment.filters.update(filters)
+        self._compiled: dict[str, jinja2.Template] = {}
+
+    def render(self, source: str, values: dict) -> str:
+        """The prose with its values in, not yet printed."""
+        if source not in self._compiled:
+            self._compiled[source] = self.environment.from_string(source)
+        return self._compiled[source].render(values)
+
+    def __call__(self, source: str, values: dict) -> str:
+        return self.printer.print(self.render(source, values))
