@@ -157,13 +157,16 @@ def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
     steps = [REGISTRY[name] if REGISTRY[name].is_given else given_def(name, REGISTRY[name].symbol)
              for name in given]
     stands_for: dict[str, str] = {}
+    have = set(given)
     for name in PIPELINE[start + 1:]:
         step = replace(REGISTRY[name], **changes.get(name, {}))
         resolved = tuple(_resolve(i, stands_for) for i in step.inputs)
-        if step.is_given or not active[step.when]:
+        # skipped: by its condition, or for want of an input (a step adding P, with no P given)
+        if step.is_given or not active[step.when] or not have.issuperset(resolved):
             stands_for[name] = resolved[0] if resolved else name
             continue
         steps.append(replace(step, inputs=resolved))
+        have.add(name)
         if name == through:
             break
     return tuple(steps)

@@ -1,5 +1,5 @@
-"""Question type "full": every step of attention, from X (or Q, K, V) to the output, one
-part per step (Q, K and V together)."""
+"""Question type "full": every step of the problem's plan, from X (or Q, K, V) to the
+output, one part per step (Q, K and V together), each with its registry marks."""
 
 from __future__ import annotations
 
@@ -7,14 +7,16 @@ from ..engine import solve
 from ..questions import ATTENTION, SETUP, Question, given_steps, lettered, step_parts
 from . import GIVEN, QuestionType, register
 
-PARTS = (("Q", "K", "V"), ("scores",), ("scaled",), ("masked",), ("weights",), ("output",))
+TOGETHER = ("Q", "K", "V")  # one part; every other step of the plan is a part of its own
 PROMPTS = {"Q": "Compute the queries $Q = XW_Q$, the keys $K = XW_K$ and the values $V = XW_V$, "
                 "with their shapes."}
 
 
 def full_question(spec) -> Question:
     solution = solve(spec)
-    parts = lettered(step_parts(solution, PARTS))
+    groups = dict.fromkeys(TOGETHER if step.name in TOGETHER else (step.name,)
+                           for step in solution.plan if not step.is_given)
+    parts = lettered(step_parts(solution, tuple(groups)))
     return Question(spec.question, spec, solution, given_steps(solution), parts)
 
 

@@ -24,7 +24,8 @@ def heads_question(spec) -> Question:
     heads = tuple(solve(ProblemSpec(f"{spec.id}-head{h + 1}", parts, scale=spec.scale))
                   for h, parts in enumerate(split))
     outputs = {f"head{h}.output": head.step("output") for h, head in enumerate(heads, 1)}
-    combined = run((*(given_def(name) for name in outputs), REGISTRY["W_O"], REGISTRY["concat"],
+    concat_def = replace(REGISTRY["concat"], inputs=tuple(outputs))
+    combined = run((*(given_def(name) for name in outputs), REGISTRY["W_O"], concat_def,
                     REGISTRY["projected"]), spec, known=outputs)
     w_o, concat, projected = (combined.step(name) for name in ("W_O", "concat", "projected"))
     head_steps = ("scores", "weights", "output") if spec.unscaled else (
