@@ -14,14 +14,13 @@ by its kind, as SymPy's printers do (``_print_<Kind>``):
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 import jinja2
-import jinja2.sandbox
-import latex2mathml.converter
 from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 from pylatexenc import latex2text
@@ -124,6 +123,7 @@ PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": Html
 
 @lru_cache(maxsize=4096)
 def mathml(tex: str) -> str:
+    import latex2mathml.converter  # a twentieth of a second: only runs that write a page pay it
     return latex2mathml.converter.convert(tex).replace(
         ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
 
@@ -154,21 +154,45 @@ _TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_tex
 
 
 class ProseRenderer:
-    """Renders prose sources (Jinja, in the immutable sandbox) with a template's values, then
-    prints them for one format.  Compiled sources are kept: the same few dozen recur."""
+    """Renders prose sources with a template's values, then prints them for one format.
 
-    def __init__(self, printer: Printer, filters: dict):
+    ``environment`` is a sandboxed Jinja environment whose loader is ``SourceLoader``: each
+    source is loaded under a name made from its digest, so that the environment's bytecode
+    cache keeps the compiled prose between runs as it keeps the templates."""
+
+    def __init__(self, printer: Printer, environment: jinja2.Environment):
         self.printer = printer
-        self.environment = jinja2.sandbox.ImmutableSandboxedEnvironment(
-            undefined=jinja2.StrictUndefined, autoescape=False)
-        self.environment.filters.update(filters)
+        self.environment = environment
         self._compiled: dict[str, jinja2.Template] = {}
+        # the same sentences recur problem after problem: each is printed once
+        self._print = lru_cache(maxsize=8192)(printer.print)
 
     def render(self, source: str, values: dict) -> str:
         """The prose with its values in, not yet printed."""
+        if "{" not in source:  # most prose is fixed words: no template to run
+            return source
         if source not in self._compiled:
-            self._compiled[source] = self.environment.from_string(source)
+            self._compiled[source] = self.environment.get_template(
+                self.environment.loader.name_of(source))
         return self._compiled[source].render(values)
 
     def __call__(self, source: str, values: dict) -> str:
-        return self.printer.print(self.render(source, values))
+        return self._print(self.render(source, values))
+
+
+class SourceLoader(jinja2.BaseLoader):
+    """Loads prose by the name ``name_of`` gave its source (a source is no template name:
+    Jinja writes the name into the code it compiles)."""
+
+    def __init__(self):
+        self._sources: dict[str, str] = {}
+
+    def name_of(self, source: str) -> str:
+        name = "prose/" + hashlib.sha256(source.encode()).hexdigest()
+        self._sources[name] = source
+        return name
+
+    def get_source(self, environment, template: str):
+        if template not in self._sources:
+            raise jinja2.TemplateNotFound(template)
+        return self._sources[template], None, lambda: True

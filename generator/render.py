@@ -29,7 +29,7 @@ from . import formatting as fmt
 from . import insight, steps
 from .engine import Num
 from .kinds import TYPES
-from .prose import PRINTERS, ProseRenderer, plain_maths
+from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
 from .typesetting import PDFLATEX, right_to_left, typesetting_for
 
@@ -169,6 +169,10 @@ DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{
                   "{% endfor %}, showing your working.")
 
 
+# What prose may read of a template's values (and what a pass_context filter finds there).
+PROSE_VALUES = ("spec", "question", "problem", "part", "step", "choice", "info")
+
+
 def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> None:
     """The globals that print prose (see ``prose``) in this environment's format:
     ``say(source)`` renders it with the template's values; ``kind_of(question)`` is the
@@ -180,16 +184,19 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> N
 
     def renderer(name: str) -> ProseRenderer:
         if name not in renderers:
-            renderers[name] = ProseRenderer(PRINTERS[name], {})
-            renderers[name].environment.filters.update(_prose_filters(renderers[name], decimals))
-            renderers[name].environment.globals["zip"] = zip
+            prose_environment = Sandbox(loader=SourceLoader(), undefined=jinja2.StrictUndefined,
+                                        autoescape=False, bytecode_cache=_bytecode_cache())
+            renderers[name] = ProseRenderer(PRINTERS[name], prose_environment)
+            prose_environment.filters.update(_prose_filters(renderers[name], decimals))
+            prose_environment.globals["zip"] = zip
         return renderers[name]
 
     @jinja2.pass_context
     def say(context, source: str, format: str | None = None, **values):
         """A template's loop variables are not in its context: pass them (part=part)."""
         name = format or context.get("prose_format") or printer
-        return renderer(name)(source, {**context.get_all(), **values})
+        known = {key: context.get(key) for key in PROSE_VALUES}
+        return renderer(name)(source, {**known, **values})
 
     def prompt_of(question, part) -> str:
         step = steps.REGISTRY.get(part.task)
@@ -225,7 +232,8 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
     @jinja2.pass_context
     def formula(context, name: str) -> str:
         known = steps.REGISTRY.get(name)
-        return renderer.render(known.formula, context.get_all()) if known else name
+        values = {key: context.get(key) for key in PROSE_VALUES}
+        return renderer.render(known.formula, values) if known else name
 
     return dict(sym=sym, input_of=input_of, formula=formula,
                 num=lambda n: fmt.latex_number(n, decimals), tex=fmt.exact_latex,

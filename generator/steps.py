@@ -15,6 +15,7 @@ per ``op``; a new step of an existing op is one ``register`` call.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 # How each step is computed; the engine, the cross-check and the page's script each
 # implement these (and only these), independently.
@@ -66,6 +67,7 @@ def register(step: StepDef, before: str | None = None, takes_place_of: str | Non
     if step.op not in OPS:
         raise ValueError(f"step {step.name}: op must be one of {', '.join(OPS)}")
     REGISTRY[step.name] = step
+    plan.cache_clear()
     if not pipeline or step.name in PIPELINE:
         return
     position = PIPELINE.index(before) if before else len(PIPELINE)
@@ -80,6 +82,7 @@ def register(step: StepDef, before: str | None = None, takes_place_of: str | Non
 def unregister(name: str, restores: str | None = None) -> None:
     """Take a step out again (a test's toy step); later steps read ``restores`` again."""
     REGISTRY.pop(name, None)
+    plan.cache_clear()
     if name in PIPELINE:
         PIPELINE.remove(name)
     if restores:
@@ -87,47 +90,6 @@ def unregister(name: str, restores: str | None = None) -> None:
             REGISTRY[other] = replace(step, inputs=tuple(restores if i == name else i
                                                          for i in step.inputs))
 
-
-for _step in (
-    given_def("X", "X"), given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
-    _projection("Q"), _projection("K"), _projection("V"),
-    StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
-            r"${{ 'scores' | sym }} = {{ 'Q' | sym }} {{ 'K' | sym }}^{\top}$",
-            r"Compute the raw attention scores $S = QK^{\top}$: entry $(i, j)$ is query $i$ "
-            r"dotted with key $j$.", marks=2, transpose=True),
-    StepDef("scaled", "scaling", ("scores",), r"\tilde{S}", "scaled = scores / sqrt(d_k)",
-            r"{% if spec.scale is none %}${{ 'scaled' | sym }} = {{ 'scores' | sym }} / \sqrt{d_k}$"
-            r"{% else %}${{ 'scaled' | sym }} = {{ spec.scale | tex }}\, {{ 'scores' | sym }}$"
-            r"{% endif %}",
-            r"{% if spec.scale is none %}Scale the scores: $\tilde{S} = S / \sqrt{d_k}$."
-            r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
-            when="scaled"),
-    StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
-            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the causal mask added",
-            r"Apply the causal mask: write the masked scores $\hat{S} = "
-            r"{{ 'masked' | input_of | sym }} + M$, with $-\infty$ wherever key $j$ "
-            r"comes after query $i$.", when="causal"),
-    StepDef("weights", "softmax", ("masked",), "A", "weights = softmax(row-wise)",
-            r"${{ 'weights' | sym }} = \operatorname{softmax}({{ 'weights' | input_of | sym }})$, row by row",
-            "Apply softmax to each row to get the attention weights $A$; show each row's "
-            "exponentials, their sum and the quotients.", marks=3),
-    StepDef("output", "blend", ("weights", "V"), "O", "output = weights V",
-            r"${{ 'output' | sym }} = {{ 'weights' | sym }} {{ 'V' | sym }}$",
-            "Compute the output $O = AV$: each row is a blend of the value rows. What is its "
-            "shape?", marks=2),
-):
-    register(_step)
-
-for _step in (
-    replace(given_def("W_O", "W_O"), text="the output projection"),
-    StepDef("concat", "concat", ("head1.output", "head2.output"), "C",
-            "concat = [output_1, output_2]", "$C = [O_1, O_2]$",
-            "Concatenate the heads' outputs: $C = [O_1, O_2]$."),
-    StepDef("projected", "product", ("concat", "W_O"), "Y", "projected = concat W_O",
-            r"$Y = C\, W_O$", r"Project the concatenation: $Y = C\, W_O$. What is its shape?",
-            marks=2),
-):
-    register(_step, pipeline=False)
 
 # Each common mistake: the step it changes and how (a student's worked solution carries
 # it, and every later step follows from the wrong value).
@@ -145,6 +107,7 @@ MISTAKEN = {
 MISTAKES = {name: next(iter(changes)) for name, changes in MISTAKEN.items()}
 
 
+@lru_cache(maxsize=256)  # a run asks for the same few plans thousands of times; cleared by register
 def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
          mistake: str | None = None, through: str | None = None) -> tuple[StepDef, ...]:
     """The steps a problem takes from its given matrices, in order, up to ``through``.
@@ -194,3 +157,46 @@ def symbol(name: str, head: int | None = None) -> str:
     step = REGISTRY.get(name)
     base = step.symbol if step and step.symbol else rf"\mathrm{{{name}}}"
     return base if head is None else f"{base}_{{{head}}}"
+
+
+# The built-in steps: attention's pipeline, and the heads' concatenation and projection.
+for _step in (
+    given_def("X", "X"), given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
+    _projection("Q"), _projection("K"), _projection("V"),
+    StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
+            r"${{ 'scores' | sym }} = {{ 'Q' | sym }} {{ 'K' | sym }}^{\top}$",
+            r"Compute the raw attention scores $S = QK^{\top}$: entry $(i, j)$ is query $i$ "
+            r"dotted with key $j$.", marks=2, transpose=True),
+    StepDef("scaled", "scaling", ("scores",), r"\tilde{S}", "scaled = scores / sqrt(d_k)",
+            r"{% if spec.scale is none %}${{ 'scaled' | sym }} = {{ 'scores' | sym }} / \sqrt{d_k}$"
+            r"{% else %}${{ 'scaled' | sym }} = {{ spec.scale | tex }}\, {{ 'scores' | sym }}$"
+            r"{% endif %}",
+            r"{% if spec.scale is none %}Scale the scores: $\tilde{S} = S / \sqrt{d_k}$."
+            r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
+            when="scaled"),
+    StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
+            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the causal mask added",
+            r"Apply the causal mask: write the masked scores $\hat{S} = "
+            r"{{ 'masked' | input_of | sym }} + M$, with $-\infty$ wherever key $j$ "
+            r"comes after query $i$.", when="causal"),
+    StepDef("weights", "softmax", ("masked",), "A", "weights = softmax(row-wise)",
+            r"${{ 'weights' | sym }} = \operatorname{softmax}({{ 'weights' | input_of | sym }})$, row by row",
+            "Apply softmax to each row to get the attention weights $A$; show each row's "
+            "exponentials, their sum and the quotients.", marks=3),
+    StepDef("output", "blend", ("weights", "V"), "O", "output = weights V",
+            r"${{ 'output' | sym }} = {{ 'weights' | sym }} {{ 'V' | sym }}$",
+            "Compute the output $O = AV$: each row is a blend of the value rows. What is its "
+            "shape?", marks=2),
+):
+    register(_step)
+
+for _step in (
+    replace(given_def("W_O", "W_O"), text="the output projection"),
+    StepDef("concat", "concat", ("head1.output", "head2.output"), "C",
+            "concat = [output_1, output_2]", "$C = [O_1, O_2]$",
+            "Concatenate the heads' outputs: $C = [O_1, O_2]$."),
+    StepDef("projected", "product", ("concat", "W_O"), "Y", "projected = concat W_O",
+            r"$Y = C\, W_O$", r"Project the concatenation: $Y = C\, W_O$. What is its shape?",
+            marks=2),
+):
+    register(_step, pipeline=False)
