@@ -135,6 +135,10 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
                        scale=_parse_scale(record, where), title=_parse_title(record, where),
                        fractions=_written_as_fractions(record, matrices))
+    try:  # every step's inputs fit, by the registry's shape rules (a step added to it, too)
+        steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
+    except ValueError as error:
+        raise SpecError(f"{where}: {error}") from None
     return _with_question(spec, record, where)
 
 

@@ -147,9 +147,33 @@ def plan_for(spec, mistake: str | None = None) -> tuple[StepDef, ...]:
     return plan(given, causal=spec.mask == "causal", scaled=not spec.unscaled, mistake=mistake)
 
 
-def logits_of(steps: tuple[StepDef, ...]) -> str:
-    """The step whose rows the softmax takes: masked, scaled or raw scores."""
-    return next(step.inputs[0] for step in steps if step.op == "softmax")
+def shapes(steps: tuple[StepDef, ...], given: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """Each step's shape (rows, columns) from its inputs' by its op's rule; a ValueError names
+    the first step whose inputs do not fit together."""
+    found = dict(given)
+    for step in steps:
+        if step.name not in found:
+            found[step.name] = _shape(step, [found[name] for name in step.inputs])
+    return found
+
+
+def _shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    first = inputs[0]
+    if step.op in ("product", "blend"):
+        right = inputs[1][::-1] if step.transpose else inputs[1]
+        if first[1] != right[0]:
+            raise ValueError(f"{step.worded()}: {step.inputs[0]} has {first[1]} columns but "
+                             f"{step.inputs[1]} has {right[0]} "
+                             f"{'columns' if step.transpose else 'rows'}")
+        return first[0], right[1]
+    if step.op == "add" and inputs[1] != first:
+        raise ValueError(f"{step.worded()}: {step.inputs[0]} is {first[0]}x{first[1]} but "
+                         f"{step.inputs[1]} is {inputs[1][0]}x{inputs[1][1]}")
+    if step.op == "concat":
+        if len({rows for rows, _ in inputs}) > 1:
+            raise ValueError(f"{step.worded()}: the parts have different numbers of rows")
+        return first[0], sum(columns for _, columns in inputs)
+    return first  # scaling, masking, softmax and add keep their input's shape
 
 
 def symbol(name: str, head: int | None = None) -> str:

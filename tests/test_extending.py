@@ -17,7 +17,7 @@ from generator.engine import solve
 from generator.kinds import GIVEN, QuestionType
 from generator.pipeline import solve_checked
 from generator.questions import SETUP, Question, given_steps, lettered, step_parts
-from generator.spec import spec_from_record
+from generator.spec import SpecError, spec_from_record
 from test_web import CHROMIUM, CHROMIUM_ARGS, fill, needs_browser
 
 X = [[1, 0], [0, 1], [1, 1]]
@@ -159,6 +159,8 @@ def test_a_pipeline_step_added_through_the_registry_is_solved_and_cross_checked(
         cross_check(values, solution.plan, None, 2)
     plain = solve_checked(spec_from_record({"X": X, **W}, "plain"))  # no P given: no such step
     assert "positioned" not in plain.solution.step_names
+    with pytest.raises(SpecError, match=r"positioned = X \+ P: X is 3x2 but P is 2x2"):
+        spec_from_record({"X": X, "P": P[:2], **W}, "short")  # the registry's shape rule for add
 
 
 def test_a_pipeline_step_reaches_every_format(tmp_path, run_cli, positional_step):
