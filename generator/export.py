@@ -66,10 +66,12 @@ def problem_record(question: Question, version: int = 1, number: int = 1) -> dic
         "exact": {name: [[exact_text(n) for n in row] for row in step.entries]
                   for name, step in steps.items()},
     }
-    if question.items:
-        record["choices"] = [{"topic": item.topic, "answer": "abcd"[item.answer],
+    choices = [(part, part.item) for part in question.parts if part.item]
+    if choices:
+        record["choices"] = [{"part": part.letter, "topic": item.topic,
+                              "answer": "abcdefghijkl"[item.answer],
                               "choices": [_choice(c) for c in item.choices],
-                              "slips": list(item.slips)} for item in question.items]
+                              "slips": list(item.slips)} for part, item in choices]
     return record
 
 

@@ -8,6 +8,7 @@ from its full-precision value, and an "≈" says so where the working shows it.
 
 from __future__ import annotations
 
+import math
 from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass
 from functools import lru_cache
@@ -271,22 +272,38 @@ def latex_entry_symbol(step_name: str, head: int | None = None) -> str:
 
 # --- HTML and Moodle ---------------------------------------------------------------
 
-def key_tolerance(decimals: int) -> float:
-    """How far a typed answer may be from the key: one unit in the last shown place, so a
-    value rounded either way, or computed from rounded earlier values, still counts."""
-    return 10.0**-decimals
+def plain_decimal(value: float, places: int) -> str:
+    """A number in plain decimal notation (never 1.0978e+7), at most ``places`` decimals."""
+    text = f"{value:.{places}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
 
 
-def cloze_numerical(num: Num, decimals: int, weight: int = 1) -> str:
-    """A Moodle cloze NUMERICAL gap whose answer is the number as the key shows it."""
-    return f"{{{weight}:NUMERICAL:={decimal_text(num, decimals)}:{key_tolerance(decimals):g}}}"
+def rounded_up(value: float, digits: int = 2) -> str:
+    """A tolerance to ``digits`` significant digits, rounded up so that it never shrinks."""
+    if value <= 0:
+        return "0"
+    exponent = math.floor(math.log10(value)) - digits + 1
+    step = 10.0**exponent
+    return plain_decimal(math.ceil(value / step - 1e-9) * step, max(0, -exponent))
+
+
+def cloze_numerical(value: float, tolerance: float, weight: int) -> str:
+    """A Moodle cloze NUMERICAL gap: the key's full-precision value and the tolerance the
+    marking rule gives it (see ``marking``), both in the plain notation Moodle's parser reads."""
+    return f"{{{weight}:NUMERICAL:={plain_decimal(value, 9)}:{rounded_up(tolerance)}}}"
+
+
+# Moodle's cloze parser (question/type/multianswer/questiontype.php) ends an answer at an
+# unescaped ~ # or }, and afterwards turns only \} and \# back; it decodes HTML entities.
+# So } and # are escaped, ~ and \ (which would escape what follows) become entities.
+CLOZE_ESCAPES = str.maketrans({"}": "\\}", "#": "\\#", "~": "&#126;", "\\": "&#92;",
+                               "&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 
 def cloze_escape(text: str) -> str:
-    """Text inside a cloze answer: Moodle reads } # ~ / " \\ there as syntax."""
-    for special in ("\\", "}", "#", "~", "/", '"'):
-        text = text.replace(special, "\\" + special)
-    return text
+    """Text inside a cloze answer, as Moodle's parser reads it back."""
+    return text.translate(CLOZE_ESCAPES)
 
 
 def mathml_matrix(rows: list[list[str]]) -> str:

@@ -32,16 +32,25 @@ class Part:
     letter: str = ""  # (a), (b), ...: given by lettered()
     notes: bool = True  # reading notes after its steps (not for a lone row, which numbers itself 1)
     shown_as: tuple[str, ...] = ()  # the key shows its steps bare, under these symbols (A')
-    # What the student gives: "steps" (each step's matrix), "words", "item" (a choice of the
-    # question's concept item), or "step-name" (which step of the worked solution is wrong).
-    asks: str = "steps"
+    item: "ConceptItem | None" = None  # a multiple choice the part asks (besides any grids)
+    # The steps the student writes out, where not the part's own (which the key shows):
+    # "Find the mistake" asks for every step, so that the page does not say which is wrong.
+    offered: tuple[Step, ...] | None = None
+    grids: bool = True  # the student writes the steps out (else they are the key's: a choice asks)
+
+    @property
+    def written(self) -> tuple[Step, ...]:
+        """The steps the student writes out: on the page a grid each, in Moodle gaps."""
+        if not self.grids:
+            return ()
+        return self.steps if self.offered is None else self.offered
     grid_names: tuple[str, ...] = ()  # its steps' names on the practice page, where not their own
 
 
 @dataclass(frozen=True)
 class ConceptItem:
-    topic: str  # top-attention | row-sum | output-shape | no-scaling
-    choices: tuple  # values; the templates write them according to the topic
+    topic: str  # what it asks: top-attention, row-sum, ..., or a type's own (reason, top-key)
+    choices: tuple  # values; the type's ``choice`` prose writes each
     answer: int  # index of the right choice
     slips: tuple[str, ...] = ()  # for each choice, the slip that gives it ("" for the answer)
 
@@ -57,7 +66,6 @@ class Question:
     recomputed: Solution | None = None  # permute: solved again after the swap
     heads: tuple[Solution, ...] = ()  # heads: one solution per head
     combined: Solution | None = None  # heads: the heads' outputs concatenated and projected
-    items: tuple[ConceptItem, ...] = ()  # concept: the checkpoint questions
     # Matrices the statement shows besides the given ones: (caption prose, step name, step).
     shown: tuple[tuple[str, str, Step], ...] = ()
     # The solutions whose steps the student works, each with the prefix its steps' grids
@@ -71,6 +79,11 @@ class Question:
     @property
     def marks(self) -> int:
         return sum(part.marks for part in self.parts)
+
+    @property
+    def items(self) -> tuple[ConceptItem, ...]:
+        """The multiple-choice items its parts ask."""
+        return tuple(part.item for part in self.parts if part.item is not None)
 
     def solutions(self) -> list[Solution]:
         """Every solution inside the question, each with the plan it was computed by."""

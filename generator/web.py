@@ -10,6 +10,8 @@ from the network.
 from __future__ import annotations
 
 import math
+import re
+from fractions import Fraction
 from functools import partial
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from .paper import DocumentInfo, Paper
 from . import steps
 from .prose import mathml
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment
-from .spec import MISTAKES
+from .marking import Tolerances
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
@@ -41,32 +43,75 @@ def render_practice(keys: list[Paper], info: DocumentInfo,
     for paper in keys:
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
         pages[name] = template.render(paper=paper, info=info, script=script,
-                                      data=practice_data(paper, info.decimals),
-                                      tolerance=fmt.key_tolerance(info.decimals))
+                                      data=practice_data(paper, info.decimals))
     return pages
 
 
 def practice_data(paper: Paper, decimals: int) -> dict:
-    """What the page's script needs to mark answers: every step's values, the step graph
-    (``step_graph``) for carrying a student's own values forward, and the tolerance."""
+    """What the page's script needs to mark answers: each grid's key values and tolerances
+    (``marking``: ``local`` when every input is the student's own, else ``chain``), the key's
+    value of every step (for an earlier step left blank), the step graph (``step_graph``)
+    that carries a student's own values forward, and each choice's answer."""
     problems = {}
     for problem in paper.problems:
         question = problem.question
-        steps = {}
+        tolerances = Tolerances(question, decimals)
+        grids = {}
         for part in question.parts:
-            for index, step in enumerate(part.steps):
-                steps[f"{part.letter}{index}"] = {
-                    "name": grid_name(part, index, step),
-                    "values": [[None if n.value == float("-inf") else n.value for n in row]
-                               for row in step.entries]}
+            for index, step in enumerate(part.written):
+                tolerance = tolerances.of(step)
+                grids[f"{part.letter}{index}"] = {
+                    "name": grid_name(part, index, step), "values": _values(step.numeric),
+                    "chain": _values(tolerance.chain, 3), "local": _values(tolerance.local, 3)}
         problems[question.spec.id] = {
-            "steps": steps,
+            "steps": grids,
             "graph": step_graph(question),
-            "given": {s.name: [[n.value for n in row] for row in s.entries] for s in question.given},
-            "choices": [item.answer for item in question.items],
-            "wrong_step": question.spec.mistake and MISTAKES[question.spec.mistake],
+            "known": {prefix + step.name: _values(step.numeric)
+                      for prefix, solution in question.worked for step in solution.steps
+                      if "." not in step.name},
+            "given": {s.name: _values(s.numeric) for s in question.given},
+            "answers": {part.letter: part.item.answer for part in question.parts if part.item},
         }
-    return {"tolerance": fmt.key_tolerance(decimals), "problems": problems}
+    return {"problems": problems}
+
+
+def _values(matrix, digits: int | None = None) -> list:
+    """A matrix for the page's JSON: -inf (masked) as null; tolerances to a few digits, up."""
+    def entry(x):
+        if not math.isfinite(x):
+            return None
+        return float(fmt.rounded_up(x, digits)) if digits else float(x)
+    return [[entry(x) for x in row] for row in matrix.tolist()]
+
+
+def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
+    """Each part's gaps, with whole-number weights: a part's gaps add up to its marks times
+    one factor for the whole question, which is its grade in Moodle (the sum of the weights).
+
+    A part's marks go to its written steps by their step marks (else equally) and to its
+    choice as to one more step; a step's share is split evenly between its entries."""
+    shares = []
+    for part in question.parts:
+        steps = part.written
+        weights = (list(part.step_marks) if part.step_marks and steps == part.steps
+                   else [1] * len(steps)) + ([1] if part.item else [])
+        total = sum(weights)
+        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x)) for step in steps]
+        shares.append([Fraction(part.marks * w, total * n) for w, n in
+                       zip(weights, cells + ([1] if part.item else []))])
+    factor = math.lcm(*(share.denominator for part in shares for share in part))
+    tolerances = Tolerances(question, decimals)
+    gaps = {}
+    for part, part_shares in zip(question.parts, shares):
+        weight = [int(share * factor) for share in part_shares]
+        gaps[part.letter] = {
+            "steps": [(step, [[None if not math.isfinite(value) else fmt.cloze_numerical(
+                value, tolerance, weight[k]) for value, tolerance in zip(row, tolerance_row)]
+                for row, tolerance_row in zip(step.numeric.tolist(),
+                                              tolerances.of(step).chain.tolist())])
+                      for k, step in enumerate(part.written)],
+            "item_weight": weight[-1] if part.item else None}
+    return gaps, question.marks * factor
 
 
 def step_graph(question) -> dict:
@@ -83,6 +128,31 @@ def step_graph(question) -> dict:
                                               for name in step.inputs],
                     "transpose": step.transpose, "by_columns": step.by_columns, "factor": factor}
     return graph
+
+
+STRONG = re.compile(r"\*\*(.+?)\*\*")
+
+# How to start each op by hand: the page's hints, before the full working.
+HINTS = {
+    "product": "entry (1, 1) is row 1 of {0} dotted with {col} 1 of {1}; the others likewise.",
+    "blend": "row 1 adds up the rows of {1}, each times its weight in row 1 of {0}.",
+    "scaling": "multiply every entry of {0} by the same factor; entry (1, 1) first.",
+    "masking": "copy {0}, then write -inf wherever the key j comes after the query i.",
+    "softmax": "row by row: e to the power of each entry, add them up, divide each by the sum.",
+    "add": "add {0} and {1} entry by entry.",
+    "concat": "put the heads' outputs side by side, head 1 on the left.",
+    "given": "take this head's block of columns (head 1 the first half).",
+}
+
+
+def hint_of(question, step) -> str:
+    """How to start a step by hand, from its op in the plan that computed it."""
+    for _, solution in question.worked:
+        for step_def, known in zip(solution.plan, solution.steps):
+            if known is step:
+                col = "row" if step_def.transpose else "column"
+                return HINTS[step_def.op].format(*step_def.inputs, "", col=col)
+    return "read it off the matrices shown above, in the new order."
 
 
 def grid_name(part, index: int, step) -> str:
@@ -106,10 +176,13 @@ def _web_environment(decimals: int, user_templates: Path | None, prose: str):
         tex_symbol=steps.symbol,
         tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
                                                   for row in step.entries]),
-        cloze=lambda num: fmt.cloze_numerical(num, decimals),
         cloze_text=fmt.cloze_escape,
         cdata=lambda text: Markup(str(text).replace("]]>", "]]]]><![CDATA[>")),
     )
     environment.tests["masked"] = lambda num: num.value == float("-inf")
     environment.globals["grid_name"] = grid_name
+    environment.globals["hint_of"] = hint_of
+    environment.filters["grid_label"] = lambda name: re.sub(r"^head(\d+)\.", r"head \1, ", name)
+    environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
+    environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)
     return environment

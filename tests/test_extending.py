@@ -88,9 +88,12 @@ def test_a_question_type_defined_in_a_test_gets_every_format(tmp_path, run_cli, 
 
     moodle = ElementTree.parse(out / "moodle.xml").getroot()
     text = moodle.find("question[@type='cloze']/questiontext/text").text
-    gaps = re.findall(r"\{1:NUMERICAL:=([-\d.]+):", text)
+    gaps = re.findall(r"\{(\d+):NUMERICAL:=([-\d.]+):([\d.]+)\}", text)
     assert len(gaps) == 2 * 9 and "MULTICHOICE" not in text
-    assert [float(g) for g in gaps[9:]] == [round(v, 4) for v in want["scaled"].flatten()]
+    np.testing.assert_allclose([float(g[1]) for g in gaps[9:]], want["scaled"].flatten(), atol=1e-9)
+    weights = [int(g[0]) for g in gaps]  # the parts weigh 2 : 1, as on paper
+    assert sum(weights[:9]) == 2 * sum(weights[9:])
+    assert moodle.find("question[@type='cloze']/defaultgrade").text == str(sum(weights))
 
     page = (out / "practice.html").read_text()
     assert page.count('class="grid"') == 2 and 'data-name="scaled"' in page

@@ -34,8 +34,12 @@ def test_each_mistake_changes_its_step_at_the_shown_decimals(mistake):
     assert shown(wrong) != shown(right)
     find, fix = question.parts
     assert (find.task, find.marks, fix.task, fix.marks) == ("mistake-find", 2, "mistake-fix", 3)
-    assert find.steps == (wrong,)
+    assert find.steps == (wrong, right) and find.written == ()  # the key compares; a choice asks
+    assert find.item.choices[find.item.answer] == mistake
     assert fix.steps[0] is right and fix.steps[-1] is question.solution.step("output")
+    # the student writes every step out, so the grids do not say which step is wrong
+    assert [s.name for s in fix.written] == [s.name for s in question.solution.steps
+                                             if s.kind != "given"]
     # the steps before the mistake are the student's right working
     names = [s.name for s in question.solution.steps]
     for name in names[:names.index(wrong_step)]:

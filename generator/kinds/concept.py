@@ -21,7 +21,7 @@ CHOICE = (r"{% if item.topic == 'top-attention' %}token {{ choice[0] + 1 }}, wei
           r"it depends on the scores{% else %}${{ choice }}${% endif %}"
           r"{% elif item.topic == 'output-shape' %}${{ choice[0] }} \times {{ choice[1] }}$"
           r"{% else %}${{ choice | num }}${% endif %}")
-ITEM = "{% set item = question.items[part.letter | letter_index] %}"
+ITEM = "{% set item = part.item %}"
 QUESTIONS = {
     "top-attention": "Which token does token {{ spec.row + 1 }} attend to most, and with what weight?",
     "row-sum": "What does every row of $A$ sum to?",
@@ -42,9 +42,9 @@ WHY = {
                   r"scores are $\sqrt{d_k}$ times further apart, so the largest weight grows and the "
                   r"distribution sharpens.",
 }
-ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABCD'[item.answer] }}) "
+ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }}) "
           + CHOICE + ".** {WHY} Where the others come from:{% for letter, slip in "
-          "zip('ABCD', item.slips) if slip %} ({{ letter }}) {{ slip }}{{ ';' if not loop.last "
+          "zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}{{ ';' if not loop.last "
           "else '.' }}{% endfor %}")
 
 
@@ -55,8 +55,8 @@ def concept_question(spec) -> Question:
         _top_attention(solution, spec.row), _row_sum(spec), _output_shape(spec),
         *(() if spec.unscaled else (_no_scaling(solution, spec),))))
     given = (solution.step("scores"), solution.step("weights"))
-    parts = lettered([Part(f"concept-{item.topic}", 1, asks="item") for item in items])
-    return Question("concept", spec, solution, given, parts, items=items)
+    parts = lettered([Part(f"concept-{item.topic}", 1, item=item) for item in items])
+    return Question("concept", spec, solution, given, parts)
 
 
 def _top_attention(solution, token: int) -> ConceptItem:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..engine import solve
-from ..questions import SETUP, Part, Question, given_steps, lettered
+from ..questions import SETUP, ConceptItem, Part, Question, given_steps, lettered
 from ..exact import shown
 from ..spec import MISTAKES, SpecError, mistakes_that_fit
 from ..steps import symbol
@@ -42,8 +42,14 @@ def mistake_question(spec) -> Question:
     wrong = MISTAKES[spec.mistake]
     names = [s.name for s in solution.steps if s.kind != "given"]
     from_wrong = tuple(solution.step(n) for n in names[names.index(wrong):])
-    parts = lettered([Part("mistake-find", 2, (flawed.step(wrong),), asks="step-name"),
-                      Part("mistake-fix", 3, from_wrong)])
+    fitting = tuple(m for m in MISTAKES if m in mistakes_that_fit(spec)
+                    and not (spec.scale is not None and MISTAKES[m] == "scaled"))
+    choice = ConceptItem("mistake", fitting, fitting.index(spec.mistake))
+    name = symbol(wrong)
+    parts = lettered([
+        Part("mistake-find", 2, (flawed.step(wrong), solution.step(wrong)), item=choice, grids=False,
+             shown_as=(rf"\text{{the student's }} {name}", rf"\text{{the right }} {name}")),
+        Part("mistake-fix", 3, from_wrong, offered=tuple(s for s in solution.steps if s.kind != "given"))])
     shown_steps = tuple(("{{ step.name | formula }}", symbol(step.name), step)
                         for step in flawed.steps if step.kind != "given")
     return Question("mistake", spec, solution, given_steps(solution), parts, flawed=flawed,
@@ -77,6 +83,24 @@ def draw_mistake(rng, candidate, decimals: int) -> dict | None:
     return {"mistake": visible[int(rng.integers(len(visible)))]} if visible else None
 
 
+# Each mistake as a choice of "which step went wrong, and how".
+IN_SHORT = {
+    "no-scaling": r"the scaled scores: softmax was taken of the raw scores, with no division by "
+                  r"$\sqrt{d_k}$",
+    "dk-not-sqrt": r"the scaled scores: divided by $d_k$ instead of by $\sqrt{d_k}$",
+    "k-not-transposed": r"the scores: $QK$ instead of $QK^{\top}$",
+    "column-softmax": r"the weights: softmax down each column instead of along each row",
+    "v-times-weights": r"the output: $VA$ instead of $AV$",
+    "weights-times-k": r"the output: the keys blended, $AK$, instead of the values, $AV$",
+}
+
+
+def _chain(table: dict[str, str], name: str) -> str:
+    """Prose that says table[value of ``name``]."""
+    return "".join(f"{{% {'if' if i == 0 else 'elif'} {name} == '{key}' %}}{text}"
+                   for i, (key, text) in enumerate(table.items())) + "{% endif %}"
+
+
 _WHAT_WENT_WRONG = "".join(
     f"{{% {'if' if i == 0 else 'elif'} spec.mistake == '{name}' %}}{text}"
     for i, (name, text) in enumerate(EXPLANATIONS.items())) + "{% endif %}"
@@ -87,7 +111,9 @@ register(QuestionType(
                    "mistake; every step after it was computed correctly from the wrong value.",
      SHOWN),
     prompts={"mistake-find": "Which step is wrong? Name it and say what the student did wrong.",
-             "mistake-fix": "Correct that step and recompute every step after it."},
+             "mistake-fix": "Write the solution as it should be: correct that step and recompute "
+                            "every step after it (the steps before it stay as they are)."},
+    choice=_chain(IN_SHORT, "choice"),
     keys={"mistake-find": "**The mistake is in the step {{ part.steps[0].name | formula }}.** "
                           + _WHAT_WENT_WRONG,
           "mistake-fix": "The right values, from the wrong step on (a correct method applied to "

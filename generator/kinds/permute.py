@@ -3,10 +3,13 @@ from the old ones, and say why nothing needs recomputing (permutation equivarian
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 
+import numpy as np
+
 from ..engine import Step, solve
-from ..questions import SETUP, Part, Question, given_steps, lettered
+from ..questions import SETUP, ConceptItem, Part, Question, given_steps, lettered
 from ..spec import SpecError, one_based
 from . import GIVEN, SHOWN, QuestionType, register
 
@@ -26,10 +29,29 @@ def permute_question(spec) -> Question:
     parts = lettered([Part("permute-weights", 2, (weights,), shown_as=("A'",)),
                       Part("permute-output", 2, (output,), shown_as=("O'",)),
                       Part("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")),
-                           shown_as=("A'", "O'"), asks="words")])
+                           shown_as=("A'", "O'"), item=_reasons(spec), grids=False)])
     shown = (("", "A", solution.step("weights")), ("", "O", solution.step("output")))
     return Question("permute", spec, solution, given_steps(solution), parts, recomputed=recomputed,
                     shown=shown)
+
+
+# Why nothing needs recomputing: the reason, and reasons students give that are wrong.
+REASONS = (
+    ("Each score depends only on the two tokens it compares, not on where they stand: without "
+     "a mask and without positions, attention is permutation equivariant.", ""),
+    ("Softmax normalises every row, so the order of the tokens never matters.",
+     "normalising a row does not make its entries independent of the order of the keys"),
+    ("$W_Q$, $W_K$ and $W_V$ are the same for every token, so the swap changes no result at all.",
+     "the results do change: their rows (and the weights' columns) swap"),
+    (r"The scaling by $\sqrt{d_k}$ cancels whatever the swap does to the scores.",
+     "scaling multiplies every score by the same number; it cancels nothing"),
+)
+
+
+def _reasons(spec) -> ConceptItem:
+    order = [int(k) for k in np.random.default_rng(zlib.crc32(spec.id.encode())).permutation(4)]
+    return ConceptItem("reason", tuple(REASONS[k][0] for k in order), order.index(0),
+                       tuple(REASONS[k][1] for k in order))
 
 
 def permuted(step: Step, order: list[int], columns_too: bool) -> Step:
@@ -87,5 +109,6 @@ register(QuestionType(
           "This holds only because the embeddings carry no position: with positional encodings "
           "added to $X$, the swapped tokens would get new positions, and the scores would change. "
           "Recomputing from the swapped $X$ gives the same matrices:"},
+    choice="{{ choice }}",
     spec_keys=("swap",), read=read_swap, check=_check, min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"), draw_params=draw_swap))

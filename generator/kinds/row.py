@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..engine import Step, run, solve
-from ..questions import Part, Question, lettered, the_top_key
+from ..questions import ConceptItem, Part, Question, lettered, the_top_key
 from ..spec import one_based
 from ..steps import plan
 from ..worthiness import clear_top_tokens
@@ -25,8 +25,9 @@ def row_question(spec) -> Question:
     weights = worked.step("weights")
     top = the_top_key(weights.entries[0], spec)
     scaling = [] if spec.unscaled else [Part("row-scaled", 1, (worked.step("scaled"),), notes=False)]
+    keys = ConceptItem("top-key", tuple(range(weights.shape[1])), top)
     parts = lettered([*scaling, Part("row-weights", 3 + spec.unscaled, (weights,), notes=False,
-                                     answer=(top, weights.entries[0][top]))])
+                                     answer=(top, weights.entries[0][top]), item=keys)])
     return Question("row", spec, solution, (row,), parts, shown=(("", "s", row),),
                     worked_by_parts=(("", worked),))
 
@@ -66,5 +67,6 @@ register(QuestionType(
                        "by the sum. Which key gets the most attention?"},
     after={"row-weights": "The most attention goes to key {{ part.answer[0] + 1 }}, with weight "
                           "${{ part.answer[1] | num }}$."},
+    choice="key {{ choice + 1 }}",
     spec_keys=("row",), read=read_row, check=_check, min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"), draw_params=draw_row))

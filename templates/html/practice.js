@@ -1,29 +1,37 @@
 // The practice page's marking: every value it needs is in the JSON block #answers.
-// A step is marked against what the student's own earlier steps on the page give,
-// when those are filled in, so one slip costs one step only.
+// A step is marked against what the student's own earlier steps on the page give, when
+// those are filled in, so one slip costs one step only; a blank earlier step counts as
+// the key's. Each entry's tolerance comes from the generator's marking rule: "local"
+// when every input is the student's own, "chain" when some input is the key's.
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("answers").textContent);
 
+  // A typed entry: {value} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3, 0,5.
   function parseEntry(text) {
-    const t = text.trim().replace(/\u2212/g, "-").replace(/,/g, ".");
-    if (t === "") return NaN;
-    if (/^-(inf|infinity|\u221e)$/i.test(t)) return -Infinity;
-    const fraction = t.match(/^(-?[0-9.]+)\s*\/\s*([0-9.]+)$/);
-    if (fraction) return Number(fraction[1]) / Number(fraction[2]);
-    return /^-?[0-9]*\.?[0-9]+(e-?[0-9]+)?$/i.test(t) ? Number(t) : NaN;
+    const t = text.trim().replace(/\u2212/g, "-").replace(/,/g, ".").replace(/\s+/g, "");
+    if (t === "") return { blank: true };
+    if (/^-(inf|infinity|\u221e)$/i.test(t)) return { value: -Infinity };
+    const number = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
+    const fraction = t.match(/^([-+]?[\d.]+)\/([\d.]+)$/);
+    if (fraction && number.test(fraction[1]) && number.test(fraction[2]) && Number(fraction[2]) !== 0) {
+      return { value: Number(fraction[1]) / Number(fraction[2]) };
+    }
+    if (number.test(t)) return { value: Number(t) };
+    return { error: `can't read "${text.trim()}": type a number such as 0.25, -1.5 or 1/4` };
   }
 
-  // A grid's values; masked cells (no input) read as -Infinity. null if any entry is missing.
+  // A grid's entries (masked cells, which have no input, read as -Infinity); null if any is
+  // blank or unreadable: the step then counts as not given.
   function readGrid(table) {
     const rows = [];
     for (const tr of table.querySelectorAll("tr")) {
       const row = [];
       for (const td of tr.querySelectorAll("td")) {
         const input = td.querySelector("input");
-        const value = input ? parseEntry(input.value) : -Infinity;
-        if (Number.isNaN(value)) return null;
-        row.push(value);
+        const entry = input ? parseEntry(input.value) : { value: -Infinity };
+        if (entry.value === undefined) return null;
+        row.push(entry.value);
       }
       rows.push(row);
     }
@@ -50,64 +58,130 @@
     concat: (step, ...parts) => parts[0].map((_, i) => [].concat(...parts.map((p) => p[i]))),
   };
 
-  // What a step should be, from the student's own earlier values: the problem's step graph
-  // names each step's op and inputs; an input is the student's grid of that name (a head's
-  // are head1.scores, ...) or a given matrix. null when an input is neither, or not filled
-  // in: then the key's values count.
+  // What a step should be from the student's own earlier values: the problem's step graph
+  // names each step's op and inputs; an input is the student's grid of that name when it
+  // is filled in, else the key's value (a given matrix, or a step left blank or not asked).
+  // null when the step is not in the graph (then the key's values count).
   function fromOwnValues(section, problem, name) {
     const step = problem.graph[name];
     if (!step) return null;
+    let own = true;
     const args = step.inputs.map((input) => {
       const table = section.querySelector(`table.grid[data-name="${input}"]`);
-      if (table) return readGrid(table);
-      return problem.given[input] || null;
+      const mine = table ? readGrid(table) : null;
+      if (mine) return mine;
+      if (!(input in problem.given)) own = false;
+      return problem.given[input] || problem.known[input];
     });
-    if (args.some((m) => m === null)) return null;
-    return OPS[step.op](step, ...args);
+    if (args.some((m) => !m)) return null;
+    return { values: OPS[step.op](step, ...args), own };
   }
 
-  function close(value, expected) {
-    if (expected === null || expected === -Infinity) return value === -Infinity;
-    return Math.abs(value - expected) <= data.tolerance + 1e-3 * Math.abs(expected) + 1e-12;
+  function setMark(td, input, mark, message) {
+    input.classList.remove("right", "wrong", "unread");
+    if (mark) { input.classList.add(mark); td.dataset.mark = mark; } else { delete td.dataset.mark; }
+    input.setAttribute("aria-invalid", mark === "wrong" || mark === "unread" ? "true" : "false");
+    input.title = message || "";
+    if (message) input.setAttribute("aria-description", message); else input.removeAttribute("aria-description");
   }
 
-  function checkGrid(section, problem, table) {
+  function checkGrid(section, problem, table, messages) {
     const step = problem.steps[table.dataset.step];
-    const expected = fromOwnValues(section, problem, step.name) || step.values;
-    let right = 0, total = 0;
+    const mine = fromOwnValues(section, problem, step.name);
+    const expected = mine ? mine.values : step.values;
+    const tolerance = mine && mine.own ? step.local : step.chain;
+    let right = 0, total = 0, unread = 0;
     table.querySelectorAll("tr").forEach((tr, i) => {
       tr.querySelectorAll("td").forEach((td, j) => {
         const input = td.querySelector("input");
         if (!input) return;
         total += 1;
-        const ok = close(parseEntry(input.value), expected[i][j]);
+        const entry = parseEntry(input.value);
+        if (entry.blank) { setMark(td, input, null); return; }
+        if (entry.error) { unread += 1; setMark(td, input, "unread", entry.error); messages.add(entry.error); return; }
+        const key = expected[i][j], off = entry.value - key;
+        const ok = key === null || key === -Infinity ? entry.value === -Infinity
+          : Math.abs(off) <= tolerance[i][j] + 1e-12;
         right += ok ? 1 : 0;
-        input.classList.toggle("right", ok);
-        input.classList.toggle("wrong", !ok);
-        input.setAttribute("aria-invalid", ok ? "false" : "true");
+        setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? "too high" : "too low"));
       });
     });
-    return [right, total];
+    return [right, total, unread];
   }
 
-  function checkChoice(part, problem, index) {
+  function checkChoice(part, problem) {
     const chosen = part.querySelector("input[type=radio]:checked");
-    const answer = part.dataset.task === "mistake-find" ? problem.wrong_step : String(problem.choices[index]);
-    return [chosen && chosen.value === answer ? 1 : 0, 1];
+    const answer = problem.answers[part.dataset.part];
+    return [chosen && Number(chosen.value) === answer ? 1 : 0, 1];
   }
 
-  function check(part) {
+  function check(part, quiet) {
     const section = part.closest("section");
     const problem = data.problems[section.dataset.problem];
-    const grids = part.querySelectorAll("table.grid");
-    let right = 0, total = 0;
-    if (grids.length) {
-      grids.forEach((table) => { const [r, t] = checkGrid(section, problem, table); right += r; total += t; });
-    } else if (part.querySelector("input[type=radio]")) {
-      [right, total] = checkChoice(part, problem, "abcdefghijklmnopqrstuvwxyz".indexOf(part.dataset.part));
+    const messages = new Set();
+    let right = 0, total = 0, unread = 0;
+    part.querySelectorAll("table.grid").forEach((table) => {
+      const [r, t, u] = checkGrid(section, problem, table, messages);
+      right += r; total += t; unread += u;
+    });
+    if (part.querySelector("input[type=radio]")) {
+      const [r, t] = checkChoice(part, problem);
+      right += r; total += t;
     }
+    part.dataset.score = total ? String(Number(part.dataset.marks) * right / total) : "0";
     const marks = part.querySelector(".marks");
     marks.textContent = total ? `${right} of ${total} right` + (right === total ? " \u2713" : "") : "";
+    let note = part.querySelector(".message");
+    if (!note) { note = document.createElement("p"); note.className = "message"; part.querySelector("p").after(note); }
+    note.textContent = unread ? [...messages][0] : "";
+    if (!quiet) updateScores();
+  }
+
+  function updateScores() {
+    let pageScore = 0, pageMarks = 0;
+    for (const section of document.querySelectorAll("section.problem")) {
+      let score = 0, marks = 0;
+      section.querySelectorAll(".part").forEach((part) => {
+        score += Number(part.dataset.score || 0);
+        marks += Number(part.dataset.marks);
+      });
+      section.querySelector("h2 .score").textContent = `score ${score.toFixed(1)} of ${marks}`;
+      pageScore += score; pageMarks += marks;
+    }
+    document.getElementById("page-score").textContent = `Your score: ${pageScore.toFixed(1)} of ${pageMarks} marks`;
+  }
+
+  // Entries and choices stay in this browser (localStorage), keyed by the problem's id.
+  const storage = (() => { try { return window.localStorage; } catch (e) { return null; } })();
+  const keyOf = (section, input) => `gen-problems:${section.dataset.problem}:${input.name || input.getAttribute("aria-label")}:${input.type === "radio" ? input.value : ""}`;
+
+  function save(section, input) {
+    if (!storage) return;
+    try {
+      if (input.type === "radio") {
+        section.querySelectorAll(`input[name="${input.name}"]`).forEach((r) => storage.removeItem(keyOf(section, r)));
+        if (input.checked) storage.setItem(keyOf(section, input), "1");
+      } else if (input.value) storage.setItem(keyOf(section, input), input.value);
+      else storage.removeItem(keyOf(section, input));
+    } catch (e) { /* a full or blocked storage only loses persistence */ }
+  }
+
+  function restore(section) {
+    if (!storage) return false;
+    let any = false;
+    section.querySelectorAll("input").forEach((input) => {
+      const stored = storage.getItem(keyOf(section, input));
+      if (stored === null) return;
+      any = true;
+      if (input.type === "radio") input.checked = true; else input.value = stored;
+    });
+    return any;
+  }
+
+  for (const section of document.querySelectorAll("section.problem")) {
+    section.addEventListener("input", (event) => save(section, event.target));
+    section.addEventListener("change", (event) => save(section, event.target));
+    if (restore(section)) section.querySelectorAll(".part").forEach((part) => check(part, true));
   }
 
   for (const part of document.querySelectorAll(".part")) {
@@ -115,12 +189,34 @@
     part.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && event.target.matches("input")) { event.preventDefault(); check(part); }
     });
-    const reveal = part.querySelector("button.reveal");
-    reveal.addEventListener("click", () => {
-      const working = part.querySelector(".working");
-      working.hidden = !working.hidden;
-      reveal.setAttribute("aria-expanded", String(!working.hidden));
-      reveal.textContent = working.hidden ? "Reveal" : "Hide";
-    });
+    for (const [button, panel, label] of [["button.reveal", ".working", "Reveal"], ["button.hint-button", ".hint", "Hint"]]) {
+      const toggle = part.querySelector(button);
+      if (!toggle) continue;
+      toggle.addEventListener("click", () => {
+        const shown = part.querySelector(panel);
+        shown.hidden = !shown.hidden;
+        toggle.setAttribute("aria-expanded", String(!shown.hidden));
+        toggle.textContent = shown.hidden ? label : (label === "Reveal" ? "Hide" : "Hide hint");
+      });
+    }
   }
+
+  document.getElementById("clear").addEventListener("click", () => {
+    for (const section of document.querySelectorAll("section.problem")) {
+      section.querySelectorAll("input").forEach((input) => {
+        if (storage) storage.removeItem(keyOf(section, input));
+        if (input.type === "radio") input.checked = false; else input.value = "";
+        const td = input.closest("td");
+        if (td) setMark(td, input, null);
+      });
+      section.querySelectorAll(".part").forEach((part) => {
+        part.dataset.score = "0";
+        part.querySelector(".marks").textContent = "";
+        const note = part.querySelector(".message");
+        if (note) note.textContent = "";
+      });
+    }
+    updateScores();
+  });
+  updateScores();
 })();

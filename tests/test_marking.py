@@ -1,0 +1,130 @@
+"""Marks a student can trust: a student who rounds every step to the shown decimals and works
+on from those rounded values is never marked wrong, in Moodle or on the practice page; real
+mistakes still are.  The student is simulated by hand-rule arithmetic, not by the engine."""
+
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from generator.crosscheck import NUMPY_OPS
+from generator.engine import solve
+from generator.kinds import type_names
+from generator.paper import answer_keys
+from generator.pipeline import solve_checked
+from generator.sampling import draw_options, sample_set
+from generator.spec import MISTAKES, mistakes_that_fit
+from generator.web import moodle_gaps, practice_data
+
+
+def rounded(values, decimals):
+    finite = np.isfinite(values)
+    return np.where(finite, np.round(np.where(finite, values, 0.0), decimals), values)
+
+
+def by_hand(step, inputs, decimals, spec):
+    """One step as a student works it: sqrt(d_k) and each exponential written to the shown
+    decimals, then the result rounded to them."""
+    if step.op == "scaling" and step.factor == "scale" and spec.scale is None:
+        return rounded(inputs[0] / round(np.sqrt(spec.d_k), decimals), decimals)
+    if step.op == "softmax":
+        z = inputs[0].T if step.by_columns else inputs[0]
+        seen = np.isfinite(z)
+        e = np.where(seen, np.round(np.exp(np.where(seen, z, 0.0)), decimals), 0.0)
+        w = e / e.sum(axis=1, keepdims=True)
+        return rounded(w.T if step.by_columns else w, decimals)
+    return rounded(exactly(step, inputs, spec), decimals)
+
+
+def exactly(step, inputs, spec):
+    scale = None if spec.scale is None else float(spec.scale)
+    return NUMPY_OPS[step.op](step, *inputs, scale=scale, d_k=spec.d_k)
+
+
+def gap_tolerances(question, decimals):
+    """Each written step's tolerances as Moodle's gaps state them, by the step's identity."""
+    gaps, _ = moodle_gaps(question, decimals)
+    found = {}
+    for part in question.parts:
+        for step, rows in gaps[part.letter]["steps"]:
+            found[id(step)] = np.array([[np.inf if g is None else float(re.search(r":([\d.]+)\}$", g).group(1))
+                                         for g in row] for row in rows])
+    return found
+
+
+def page_tolerances(question, decimals):
+    grids = practice_data(answer_keys({1: [question]})[0], decimals)["problems"][question.spec.id]["steps"]
+    found = {}
+    for part in question.parts:
+        for index, step in enumerate(part.written):
+            grid = grids[f"{part.letter}{index}"]
+            found[id(step)] = tuple(np.array([[np.inf if x is None else x for x in row]
+                                              for row in grid[kind]]) for kind in ("local", "chain"))
+    return found
+
+
+def false_marks(question, decimals):
+    """Entries the rounding student gets marked wrong: in Moodle (every step from their own
+    rounded chain), and on the page (each step from exactly the values they typed)."""
+    moodle, page = gap_tolerances(question, decimals), page_tolerances(question, decimals)
+    wrong, written = [], {}
+    for prefix, solution in question.worked:
+        mine = {}
+        for step_def, step in zip(solution.plan, solution.steps):
+            key = step.numeric
+            name = prefix + step.name if "." not in step.name else step.name
+            if step_def.is_given:
+                mine[step.name] = key if step.name in solution.spec.matrices else written.get(
+                    name, rounded(key, decimals))
+                continue
+            inputs = [mine[i] for i in step_def.inputs]
+            mine[step.name] = written[name] = by_hand(step_def, inputs, decimals, solution.spec)
+            seen = np.isfinite(key)
+            if id(step) in moodle:
+                off = np.abs(np.where(seen, mine[step.name] - key, 0.0))
+                wrong += [("moodle", question.spec.id, name)] * int((off > moodle[id(step)]).sum())
+            if id(step) in page:
+                local, _ = page[id(step)]
+                expected = exactly(step_def, inputs, solution.spec)
+                off = np.abs(np.where(seen, mine[step.name] - expected, 0.0))
+                wrong += [("page", question.spec.id, name)] * int((off > local).sum())
+    return wrong
+
+
+@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_a_student_who_rounds_is_never_marked_wrong(difficulty, decimals):
+    types = tuple(t for t in type_names() if not (difficulty == "easy" and t == "heads"))
+    specs = sample_set(draw_options(difficulty, decimals=decimals), 17, 56, 1, types)
+    marked = []
+    for spec in specs:
+        marked += false_marks(solve_checked(spec), decimals)
+    assert marked == []
+
+
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_real_mistakes_are_still_marked_wrong(decimals):
+    caught = missed = 0
+    for spec in sample_set(draw_options("medium", decimals=decimals), 23, 30, 1, ("full",)):
+        question = solve_checked(spec)
+        moodle = gap_tolerances(question, decimals)
+        slips = [(MISTAKES[m], solve(spec, m)) for m in mistakes_that_fit(spec)]
+        x = [list(row) for row in spec.matrices["X"]]
+        x[0][0] += 1  # a slip of one unit in an integer of X
+        slips.append(("Q", solve(replace(spec, matrices={**spec.matrices, "X": tuple(map(tuple, x))}))))
+        for name, wrong in slips:
+            right = question.solution.step(name)
+            theirs = rounded(wrong.step(name).numeric, decimals)
+            if theirs.shape != right.numeric.shape:
+                caught += 1  # a matrix of the wrong shape fills no grid
+                continue
+            seen = np.isfinite(right.numeric)
+            if not (rounded(right.numeric, decimals) != theirs)[seen].any():
+                continue  # this mistake changes nothing at the shown decimals
+            off = np.abs(np.where(seen, theirs - right.numeric, 0.0))
+            if (off > moodle[id(right)]).any():
+                caught += 1
+            else:
+                missed += 1
+    assert caught > 100 and missed == 0

@@ -1,0 +1,134 @@
+"""The Moodle question bank read back by Moodle's own cloze rules.
+
+The regular expressions below are those of Moodle's question/type/multianswer/questiontype.php
+(ANSWER_REGEX and friends, and qtype_multianswer_extract_question's loop): the gaps are found,
+split into alternatives and unescaped exactly as Moodle does when it imports the bank.
+Python's re wants each look-behind of one width, so (?<!\\\\|&|&amp;) is written as three.
+"""
+
+import html
+import json
+import math
+import re
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+
+from generator.pipeline import solve_checked
+from generator.spec import spec_from_record
+
+FRACTION = r"=|%(-?[0-9]+(?:[.,][0-9]*)?)%"
+ANSWER = r".+?(?<!\\)(?<!&)(?<!&amp;)(?=[~#}]|$)"
+FEEDBACK = r".*?(?<!\\)(?=[~}]|$)"
+ALTERNATIVE = f"({FRACTION})?({ANSWER})(#({FEEDBACK}))?"
+NUMBER = r"-?(([0-9]+[.,]?[0-9]*|[.,][0-9]+)([eE][-+]?[0-9]+)?)"
+NUMERICAL_ALTERNATIVE = f"^({NUMBER})(:{NUMBER})?$"
+TYPES = ("(NUMERICAL|NM)|(MULTICHOICE|MC)|(MULTICHOICE_V|MCV)|(MULTICHOICE_H|MCH)|"
+         "(SHORTANSWER|SA|MW)|(SHORTANSWER_C|SAC|MWC)|"
+         "(MULTICHOICE_S|MCS)|(MULTICHOICE_VS|MCVS)|(MULTICHOICE_HS|MCHS)|"
+         "(MULTIRESPONSE|MR)|(MULTIRESPONSE_H|MRH)|(MULTIRESPONSE_S|MRS)|(MULTIRESPONSE_HS|MRHS)")
+START = r"\{([0-9]*):(" + TYPES + "):"
+GAP = START + "(" + ALTERNATIVE + "(~" + ALTERNATIVE + r")*)\}"
+NORM, NUMERICAL, MULTICHOICE, ALTERNATIVES = 1, 3, 4, 16
+
+
+def extract_question(text: str) -> list[dict]:
+    """qtype_multianswer_extract_question: every gap, in order, as Moodle stores it."""
+    gaps = []
+    while True:
+        found = re.search(GAP, text, re.S)
+        if not found:
+            return gaps
+        gap = {"weight": float(found.group(NORM) or 1), "answers": [], "fractions": [],
+               "type": "numerical" if found.group(NUMERICAL) else
+               "multichoice" if found.group(MULTICHOICE) else found.group(2), "tolerances": []}
+        remaining = found.group(ALTERNATIVES)
+        while (alternative := re.search("~?" + ALTERNATIVE, remaining, re.S)):
+            gap["fractions"].append(1 if alternative.group(1) == "=" else 0)
+            answer = alternative.group(3)
+            number = re.search(NUMERICAL_ALTERNATIVE, answer, re.S)
+            if gap["type"] == "numerical" and number:
+                gap["answers"].append(number.group(1))
+                gap["tolerances"].append(number.group(6) if number.group(6) else "0")
+            else:
+                answer = html.unescape(answer).replace("\\}", "}").replace("\\#", "#")
+                gap["answers"].append(answer)
+            remaining = remaining.split(alternative.group(0), 1)[1]
+        gaps.append(gap)
+        text = text.replace(found.group(0), f"{{#{len(gaps)}}}", 1)
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    from generator.cli import main
+    out = tmp_path_factory.mktemp("moodle")
+    assert main(["--count", "21", "--seed", "8", "--difficulty", "hard", "--decimals", "2",
+                 "--format", "moodle", "--practice", "--out", str(out)]) == 0
+    return out
+
+
+def questions(out):
+    root = ElementTree.parse(out / "moodle.xml").getroot()
+    problems = {p["id"]: p for p in json.loads((out / "problems.json").read_text())["problems"]}
+    for question in root:
+        if question.get("type") == "cloze":
+            yield question, problems[question.findtext("idnumber")]
+
+
+def test_every_gap_parses_by_moodles_rules_and_weighs_as_the_paper(bank):
+    for question, problem in questions(bank):
+        text = question.findtext("questiontext/text")
+        parts = re.split(r"<p><b>\(([a-z])\)</b> \[(\d+) marks?\]", text)[1:]
+        weights = []
+        for letter, marks, body in zip(parts[0::3], parts[1::3], parts[2::3]):
+            gaps = extract_question(body)
+            assert gaps, f"{problem['id']} ({letter}) carries marks and has no gap"
+            assert not re.search(r"\{[0-9]*:[A-Z_]+:", re.sub(GAP, "", body, flags=re.S))
+            weights.append(sum(g["weight"] for g in gaps) / int(marks))
+            for gap in gaps:
+                assert gap["weight"] == int(gap["weight"]) >= 1
+                assert sum(gap["fractions"]) == 1 and len(gap["answers"]) >= 1
+                if gap["type"] == "multichoice":
+                    assert len(gap["answers"]) >= 2
+                    assert not any("\\" in a or "&#" in a for a in gap["answers"]), gap["answers"]
+                else:
+                    assert all(re.fullmatch(r"-?\d+(\.\d+)?", a) for a in gap["answers"])
+                    assert all(float(t) > 0 for t in gap["tolerances"])
+        assert len(set(weights)) == 1, (problem["id"], weights)  # one factor for the question
+        total = sum(g["weight"] for g in extract_question(text))
+        assert float(question.findtext("defaultgrade")) == total == weights[0] * problem["marks"]
+
+
+def test_numerical_answers_are_the_keys_values(bank):
+    for question, problem in questions(bank):
+        solved = solve_checked(spec_from_record(problem["spec"], problem["id"]))
+        expected = [x for part in solved.parts for step in part.written
+                    for x in step.numeric.flatten() if math.isfinite(x)]
+        gaps = [g for g in extract_question(question.findtext("questiontext/text"))
+                if g["type"] == "numerical"]
+        assert [float(g["answers"][0]) for g in gaps] == pytest.approx(expected, abs=1e-8)
+
+
+def test_a_choice_shows_no_escapes_even_with_cloze_characters(tmp_path, run_cli):
+    from generator.formatting import cloze_escape
+    nasty = "a } b # c ~ d \\ e / f \" g & h <i> j\\"
+    gap = "{1:MULTICHOICE:=" + cloze_escape(nasty) + "~" + cloze_escape("other") + "}"
+    parsed = extract_question(gap)
+    assert parsed[0]["answers"] == [nasty, "other"]
+
+
+def test_huge_values_are_plain_decimals(tmp_path, run_cli):
+    spec = tmp_path / "big.toml"
+    spec.write_text('X = [[1000, 0], [0, 1]]\nW_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, 1]]\n'
+                    'W_V = [[1000, 1], [900, 3]]\nscale = "1/1000000"\n')
+    assert run_cli("--spec", spec, "--format", "moodle", "--out", tmp_path / "o")[0] == 0
+    text = (tmp_path / "o" / "moodle.xml").read_text()
+    gaps = [g for g in extract_question(text) if g["type"] == "numerical"]
+    assert gaps and not any("e" in a.lower() for g in gaps for a in g["answers"])
+    assert any(float(g["answers"][0]) >= 1e6 for g in gaps)
+
+
+def test_the_general_feedback_is_html_without_markdown(bank):
+    for question, _ in questions(bank):
+        feedback = question.findtext("generalfeedback/text")
+        assert "**" not in feedback  # the Markdown bold as <b>, not as asterisks
