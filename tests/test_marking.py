@@ -82,12 +82,12 @@ def false_marks(question, decimals):
             mine[step.name] = written[name] = by_hand(step_def, inputs, decimals, solution.spec)
             seen = np.isfinite(key)
             if id(step) in moodle:
-                off = np.abs(np.where(seen, mine[step.name] - key, 0.0))
+                off = np.abs(np.where(seen, mine[step.name], 0.0) - np.where(seen, key, 0.0))
                 wrong += [("moodle", question.spec.id, name)] * int((off > moodle[id(step)]).sum())
             if id(step) in page:
                 local, _ = page[id(step)]
                 expected = exactly(step_def, inputs, solution.spec)
-                off = np.abs(np.where(seen, mine[step.name] - expected, 0.0))
+                off = np.abs(np.where(seen, mine[step.name], 0.0) - np.where(seen, expected, 0.0))
                 wrong += [("page", question.spec.id, name)] * int((off > local).sum())
     return wrong
 

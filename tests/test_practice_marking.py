@@ -1,0 +1,124 @@
+"""The practice page marks fairly, driven in Debian's chromium by a student who works by hand:
+carry-forward in every type (a blank step counts as the key's), heads that say which head,
+marks that are not colour alone, unreadable input said to be so, answers that survive a
+reload, and a 5-token problem on a phone."""
+
+import json
+
+import pytest
+
+from generator.pipeline import solve_checked
+from generator.spec import spec_from_record
+from test_extending import browser_page
+from test_web import fill, needs_browser
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    from generator.cli import main
+    out = tmp_path_factory.mktemp("page")
+    assert main(["--count", "7", "--seed", "42", "--format", "html", "--practice", "--out", str(out)]) == 0
+    return out
+
+
+def solved(site, problem_id):
+    problems = json.loads((site / "problems.json").read_text())["problems"]
+    record = next(p for p in problems if p["id"] == problem_id)
+    return solve_checked(spec_from_record(record["spec"], problem_id))
+
+
+def texts(matrix, places=4):
+    return [[f"{x:.{places}f}" for x in row] for row in matrix]
+
+
+@needs_browser
+def test_find_the_mistake_carries_the_students_own_corrected_values(site):
+    question = solved(site, "M42-3")  # the mistake is in the weights
+    weights = question.solution.step("weights").numeric.copy()
+    weights[0] = [weights[0][1], weights[0][0], weights[0][2]]  # a slip: two entries swapped
+    output = weights @ question.solution.step("V").numeric  # the output from their own weights
+    with browser_page(site / "practice.html") as page:
+        fix = page.locator("section.problem[data-problem=M42-3] .part").nth(1)
+        assert fix.locator("table.grid").count() == 7  # every step: the grids say nothing of (a)
+        assert "softmax" not in fix.locator("table.grid").first.locator("caption").text_content()
+        fill(fix.locator("table.grid[data-name=weights]"), texts(weights))
+        fill(fix.locator("table.grid[data-name=output]"), texts(output))  # V left blank: the key's
+        fix.locator("button.check").click()
+        assert fix.locator("table.grid[data-name=output] input.right").count() == 9
+        assert fix.locator("table.grid[data-name=weights] input.wrong").count() == 2
+
+
+@needs_browser
+def test_heads_grids_and_inputs_say_which_head(site):
+    with browser_page(site / "practice.html") as page:
+        split = page.locator("section.problem[data-problem=M42-6] .part").nth(1)
+        captions = split.locator("caption").all_text_contents()
+        assert [c.split("(")[1].split(")")[0] for c in captions] == ["head 1"] * 3 + ["head 2"] * 3
+        assert not any("given" in c for c in captions)
+        first = split.locator("table.grid[data-name='head2.K'] input").first
+        assert first.get_attribute("aria-label") == "head 2, K, row 1, column 1"
+
+
+@needs_browser
+def test_marks_are_symbols_not_colour_alone_and_unreadable_input_is_said(site, tmp_path):
+    question = solved(site, "M42-1")
+    q = texts(question.solution.step("Q").numeric, 0)
+    q[0][0], q[0][1], q[0][2], q[0][3] = "½", "+" + q[0][1], q[0][2] + ".", "7"
+    with browser_page(site / "practice.html") as page:
+        part = page.locator("section.problem[data-problem=M42-1] .part").first
+        fill(part.locator("table.grid[data-name=Q]"), q)
+        part.locator("button.check").click()
+        cells = part.locator("table.grid[data-name=Q] td")
+        marks = [cells.nth(k).get_attribute("data-mark") for k in range(4)]
+        assert marks == ["unread", "right", "right", "wrong"]  # +1 and 1. are numbers
+        after = [page.evaluate("(td) => getComputedStyle(td, '::after').content", cells.nth(k).element_handle())
+                 for k in (1, 3)]
+        assert after == ['"✓"', '"✗"']
+        assert "can't read \"½\"" in part.locator(".message").text_content()
+        wrong = part.locator("table.grid[data-name=Q] input").nth(3)
+        assert wrong.get_attribute("aria-invalid") == "true" and wrong.get_attribute("title") in ("too high", "too low")
+        colours = page.evaluate("""(inputs) => inputs.map((i) => getComputedStyle(i).borderTopColor)""",
+                                [part.locator("input.right").first.element_handle(),
+                                 part.locator("input.wrong").first.element_handle()])
+        for colour in colours:  # each border at least 4.5:1 against white (WCAG AA)
+            red, green, blue = (int(c) / 255 for c in colour[4:-1].split(","))
+            lum = [(c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4) for c in (red, green, blue)]
+            luminance = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2]
+            assert 1.05 / (luminance + 0.05) >= 4.5, colour
+        page.screenshot(path=str(tmp_path / "marks.png"), full_page=False)
+
+
+@needs_browser
+def test_answers_and_marks_survive_a_reload_until_cleared(site):
+    question = solved(site, "M42-1")
+    with browser_page(site / "practice.html") as page:
+        part = page.locator("section.problem[data-problem=M42-1] .part").nth(1)
+        fill(part.locator("table.grid"), texts(question.solution.step("scores").numeric, 0))
+        part.locator("button.check").click()
+        assert part.locator(".marks").text_content() == "9 of 9 right ✓"
+        page.reload()
+        part = page.locator("section.problem[data-problem=M42-1] .part").nth(1)
+        assert part.locator("input").first.input_value() != ""
+        assert part.locator(".marks").text_content() == "9 of 9 right ✓"
+        assert "2.0 of 11" in page.locator("section.problem[data-problem=M42-1] h2 .score").text_content()
+        page.locator("#clear").click()
+        page.reload()
+        assert page.locator("section.problem[data-problem=M42-1] .part").nth(1).locator("input").first.input_value() == ""
+
+
+@needs_browser
+@pytest.mark.parametrize("width", [390, 320])
+def test_a_five_token_problem_fits_a_phone(tmp_path, run_cli, width):
+    assert run_cli("--count", 3, "--seed", 5, "--difficulty", "hard", "--tokens", "5-5", "--practice",
+                   "--format", "html", "--out", tmp_path)[0] == 0
+    with browser_page(tmp_path / "practice.html") as page:
+        page.set_viewport_size({"width": width, "height": 800})
+        assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing overflows
+        if width == 390:  # every column of every grid in view, none behind a scroll
+            clipped = page.evaluate("""[...document.querySelectorAll('table.grid')].filter(
+                (t) => t.getBoundingClientRect().right > t.closest('.scroll').getBoundingClientRect().right + 1).length""")
+            assert clipped == 0
+        page.locator(".part button.reveal").first.click()
+        working = page.locator("pre.working").first
+        assert page.evaluate("(pre) => pre.scrollWidth <= pre.clientWidth", working.element_handle())
+        page.screenshot(path=str(tmp_path / f"phone-{width}.png"), full_page=True)
