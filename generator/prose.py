@@ -103,7 +103,7 @@ class HtmlPrinter(Printer):
         return html.escape(piece.text, quote=False)
 
     def _print_Math(self, piece: Math) -> str:
-        return mathml(piece.tex)
+        return f'<span class="m">{mathml(piece.tex)}</span>'
 
     def bold(self, text: str) -> str:
         return f"<b>{text}</b>"

@@ -136,23 +136,46 @@ STRONG = re.compile(r"\*\*(.+?)\*\*")
 HINTS = {
     "product": "entry (1, 1) is row 1 of {0} dotted with {col} 1 of {1}; the others likewise.",
     "blend": "row 1 adds up the rows of {1}, each times its weight in row 1 of {0}.",
-    "scaling": "multiply every entry of {0} by the same factor; entry (1, 1) first.",
+    "scaling": "multiply every entry of {0} by the same factor.",
     "masking": "copy {0}, then write -inf wherever the key j comes after the query i.",
-    "softmax": "row by row: e to the power of each entry, add them up, divide each by the sum.",
+    "softmax": "e to the power of each entry of a row, add them up, divide each by the sum.",
     "add": "add {0} and {1} entry by entry.",
     "concat": "put the heads' outputs side by side, head 1 on the left.",
     "given": "take this head's block of columns (head 1 the first half).",
 }
 
 
-def hint_of(question, step) -> str:
-    """How to start a step by hand, from its op in the plan that computed it."""
+def hint_of(question, step, decimals: int) -> str:
+    """How to start a step by hand, from its op in the plan that computed it, and the first
+    entry's working where the step has some."""
     for _, solution in question.worked:
         for step_def, known in zip(solution.plan, solution.steps):
             if known is step:
                 col = "row" if step_def.transpose else "column"
-                return HINTS[step_def.op].format(*step_def.inputs, "", col=col)
+                first = first_working(step, decimals)
+                return HINTS[step_def.op].format(*step_def.inputs, "", col=col) + (
+                    f" First: {first}" if first else "")
     return "read it off the matrices shown above, in the new order."
+
+
+def first_working(step, decimals: int) -> str:
+    """The working of a step's first entry (or row), as the key writes it."""
+    if not step.working:
+        return ""
+    w, text = step.working[0], partial(fmt.decimal_text, decimals=decimals)
+    if step.kind == "product":
+        terms = [f"{text(a)}·{fmt.parenthesized(text(b))}" for a, b in w.pairs]
+        return f"{' + '.join(terms)} = {text(w.result)}."
+    if step.kind == "scaling":
+        how = f"{text(w.score)} / {text(w.divisor)}" if w.divisor else f"{text(w.factor)} · {text(w.score)}"
+        return f"{how} = {text(w.result)}."
+    if step.kind == "softmax":
+        powers = ", ".join(f"e^{text(x)}" for x in w.inputs if x is not None)
+        return f"row 1: {powers}, summed to {text(w.total)}."
+    if step.kind == "blend":
+        terms = [f"{text(weight)}·row {k + 1}" for k, weight in enumerate(w.weights)]
+        return "row 1 = " + " + ".join(terms) + "."
+    return ""
 
 
 def grid_name(part, index: int, step) -> str:
@@ -181,7 +204,7 @@ def _web_environment(decimals: int, user_templates: Path | None, prose: str):
     )
     environment.tests["masked"] = lambda num: num.value == float("-inf")
     environment.globals["grid_name"] = grid_name
-    environment.globals["hint_of"] = hint_of
+    environment.globals["hint_of"] = lambda question, step: hint_of(question, step, decimals)
     environment.filters["grid_label"] = lambda name: re.sub(r"^head(\d+)\.", r"head \1, ", name)
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
     environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)
