@@ -119,13 +119,14 @@ def test_a_choice_shows_no_escapes_even_with_cloze_characters(tmp_path, run_cli)
 
 def test_huge_values_are_plain_decimals(tmp_path, run_cli):
     spec = tmp_path / "big.toml"
-    spec.write_text('X = [[1000, 0], [0, 1]]\nW_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, 1]]\n'
-                    'W_V = [[1000, 1], [900, 3]]\nscale = "1/1000000"\n')
+    ones = [[1, 0]] * 12
+    spec.write_text(f'X = {[[1000] * 12, [1] * 12]}\nW_Q = {ones}\nW_K = {ones}\n'
+                    f'W_V = {[[1000, 1]] * 12}\nscale = "1/100000000"\n')
     assert run_cli("--spec", spec, "--format", "moodle", "--out", tmp_path / "o")[0] == 0
     text = (tmp_path / "o" / "moodle.xml").read_text()
     gaps = [g for g in extract_question(text) if g["type"] == "numerical"]
     assert gaps and not any("e" in a.lower() for g in gaps for a in g["answers"])
-    assert any(float(g["answers"][0]) >= 1e6 for g in gaps)
+    assert any(float(g["answers"][0]) >= 1e7 for g in gaps)  # V: 12,000,000
 
 
 def test_the_general_feedback_is_html_without_markdown(bank):

@@ -122,3 +122,18 @@ def test_a_five_token_problem_fits_a_phone(tmp_path, run_cli, width):
         working = page.locator("pre.working").first
         assert page.evaluate("(pre) => pre.scrollWidth <= pre.clientWidth", working.element_handle())
         page.screenshot(path=str(tmp_path / f"phone-{width}.png"), full_page=True)
+
+
+@needs_browser
+def test_a_grid_off_by_a_pattern_says_what_went_wrong(site):
+    question = solved(site, "M42-1")
+    scores = question.solution.step("scores").numeric
+    with browser_page(site / "practice.html") as page:
+        parts = page.locator("section.problem[data-problem=M42-1] .part")
+        fill(parts.nth(1).locator("table.grid"), texts(scores.T, 0))  # Q K^T transposed
+        parts.nth(1).locator("button.check").click()
+        assert "transposed" in parts.nth(1).locator(".message").text_content()
+        fill(parts.nth(1).locator("table.grid"), texts(scores, 0))  # put right
+        fill(parts.nth(2).locator("table.grid"), texts(scores, 0))  # the scores, not scaled
+        parts.nth(2).locator("button.check").click()
+        assert "2.000 times the right one: check the scaling" in parts.nth(2).locator(".message").text_content()

@@ -106,7 +106,32 @@
         setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? "too high" : "too low"));
       });
     });
+    if (right < total && !unread) {
+      const typed = readGrid(table);
+      const why = typed && pattern(typed, expected);
+      if (why) messages.add(why);
+    }
     return [right, total, unread];
+  }
+
+  // A whole grid that is the right one transposed, or the right one times one factor, says
+  // what went wrong better than its red cells do.
+  function pattern(typed, expected) {
+    const finite = (x) => x !== null && x !== -Infinity;
+    const near = (a, b) => Math.abs(a - b) <= 1e-3 * Math.max(1, Math.abs(b));
+    const square = typed.length === typed[0].length && typed.length > 1;
+    if (square && typed.every((row, i) => row.every((x, j) => !finite(expected[j][i]) || near(x, expected[j][i])))) {
+      return "this is the right matrix transposed: check which side multiplies, and what is transposed";
+    }
+    const pairs = typed.flatMap((row, i) => row.map((x, j) => [x, expected[i][j]]))
+      .filter(([x, e]) => finite(e) && Math.abs(e) > 1e-6);
+    if (pairs.length > 1) {
+      const ratio = pairs[0][0] / pairs[0][1];
+      if (Math.abs(ratio - 1) > 1e-2 && pairs.every(([x, e]) => near(x, ratio * e))) {
+        return `every entry is ${ratio.toFixed(3)} times the right one: check the scaling`;
+      }
+    }
+    return null;
   }
 
   function checkChoice(part, problem) {
@@ -133,7 +158,7 @@
     marks.textContent = total ? `${right} of ${total} right` + (right === total ? " \u2713" : "") : "";
     let note = part.querySelector(".message");
     if (!note) { note = document.createElement("p"); note.className = "message"; part.querySelector("p").after(note); }
-    note.textContent = unread ? [...messages][0] : "";
+    note.textContent = [...messages][0] || "";
     if (!quiet) updateScores();
   }
 
