@@ -1,4 +1,4 @@
 """gen-problems: exam-style, fully worked problems on scaled dot-product self-attention."""
 
 # The built-in question types register themselves; the default mix takes them in this order.
-from .kinds import full, row, mistake, permute, masked, heads, concept  # noqa: F401,I001
+from .kinds import full, row, mistake, permute, masked, heads, concept, backward  # noqa: F401,I001

@@ -35,7 +35,7 @@ from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, 
 from .render import ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
-from .kinds import type_names
+from .kinds import default_mix, type_names
 from .spec import SpecError, parse_toml, read_user_file
 
 MAX_SEED = 10**18
@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "their exponentials: no calculator needed for e^x")
     draw.add_argument("--types", type=comma_list(type_names(), "question type"), metavar="T,T,...",
                       help="question types, taken in turn: " + ", ".join(type_names())
-                           + " (default: all of them; 'full' alone: the whole pipeline only)")
+                           + " (default: " + ", ".join(default_mix())
+                           + "; 'full' alone: the whole pipeline only)")
     output = parser.add_argument_group("what to write")
     output.add_argument("--out", default="out", metavar="DIR",
                         help="output folder (default: out/)")

@@ -31,12 +31,13 @@ def _factor(step: StepDef, scale: float | None, d_k: int) -> float:
 
 # numpy's arithmetic for each op of the registry (steps.OPS).
 NUMPY_OPS = {
-    "product": lambda step, a, b, **_: a @ (b.T if step.transpose else b),
+    "product": lambda step, a, b, **_: (a.T if step.transpose_left else a) @ (b.T if step.transpose else b),
     "scaling": lambda step, a, scale, d_k: a * _factor(step, scale, d_k),
     "masking": lambda step, a, **_: np.where(np.triu(np.ones(a.shape, dtype=bool), k=1), -np.inf, a),
     "softmax": lambda step, a, **_: _softmax(a, axis=0 if step.by_columns else 1),
     "blend": lambda step, a, b, **_: a @ b,
-    "add": lambda step, a, b, **_: a + b,
+    "add": lambda step, *terms, **_: sum(terms[1:], terms[0]),
+    "softmax-backward": lambda step, a, g, **_: a * (g - (a * g).sum(axis=1, keepdims=True)),
     "concat": lambda step, *parts, **_: np.hstack(parts),
 }
 

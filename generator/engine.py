@@ -98,6 +98,18 @@ class Blend:
 
 
 @dataclass(frozen=True)
+class SoftmaxBackwardRow:
+    """One row of the softmax backward pass: the weights a, the upstream gradient g, their
+    dot product a·g, and a_j (g_j - a·g) for each j."""
+
+    row: int
+    weights: tuple[Num, ...]
+    upstream: tuple[Num, ...]
+    dot: Num
+    result: tuple[Num, ...]
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of the solution; ``kind`` names the shape of its working."""
 
@@ -223,14 +235,16 @@ def _given_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> S
 
 def _product_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     left, right = inputs
-    return product_step(step_def.name, step_def.worded(), left.entries,
+    return product_step(step_def.name, step_def.worded(),
+                        transpose(left.entries) if step_def.transpose_left else left.entries,
                         transpose(right.entries) if step_def.transpose else right.entries, num)
 
 
 def _scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     scale = {"scale": spec.scale, "one": sympy.S.One,
              "one-over-dk": sympy.Rational(1, spec.d_k)}[step_def.factor]
-    return scaling_step(inputs[0], replace(spec, scale=scale), num)
+    step = scaling_step(inputs[0], replace(spec, scale=scale), num)
+    return step if step_def.name == "scaled" else replace(step, formula=step_def.worded())
 
 
 def _masking_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
@@ -247,13 +261,29 @@ def _blend_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> S
 
 
 def _add_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
-    left, right = inputs
-    if left.shape != right.shape:
-        raise SpecError(f"problem {spec.id}: {step_def.worded()} needs {left.name} and "
-                        f"{right.name} of one shape, not {left.shape} and {right.shape}")
-    entries = tuple(tuple(num(a.exact + b.exact) for a, b in zip(*rows))
-                    for rows in zip(left.entries, right.entries))
+    if len({step.shape for step in inputs}) > 1:
+        raise SpecError(f"problem {spec.id}: {step_def.worded()} needs "
+                        f"{' and '.join(s.name for s in inputs)} of one shape")
+    entries = tuple(tuple(num.total(cells) for cells in zip(*rows))
+                    for rows in zip(*(step.entries for step in inputs)))
     return Step(step_def.name, step_def.worded(), "add", entries)
+
+
+def _softmax_backward_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """dS~_ij = A_ij (dA_ij - sum_k A_ik dA_ik): the softmax Jacobian applied row by row."""
+    weights, upstream = inputs
+    working = tuple(_softmax_backward_row(i, a, g, num)
+                    for i, (a, g) in enumerate(zip(weights.entries, upstream.entries)))
+    return Step(step_def.name, step_def.worded(), "softmax-backward",
+                tuple(w.result for w in working), working)
+
+
+def _softmax_backward_row(index: int, weights, upstream, num: Evaluator) -> "SoftmaxBackwardRow":
+    dot = num.blend(tuple(zip(weights, upstream)), weights_sum_to_one=False)
+    result = tuple(num(sympy.S.Zero) if a.exact == 0 else Num(
+        sympy.Mul(a.exact, sympy.Add(g.exact, -dot.exact, evaluate=False), evaluate=False),
+        a.value * (g.value - dot.value)) for a, g in zip(weights, upstream))
+    return SoftmaxBackwardRow(index, weights, upstream, dot, result)
 
 
 def _concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
@@ -264,7 +294,7 @@ def _concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> 
 # The engine's arithmetic for each op of the registry (steps.OPS).
 OPS = {"given": _given_op, "product": _product_op, "scaling": _scaling_op,
        "masking": _masking_op, "softmax": _softmax_op, "blend": _blend_op, "add": _add_op,
-       "concat": _concat_op}
+       "concat": _concat_op, "softmax-backward": _softmax_backward_op}
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:

@@ -196,6 +196,11 @@ def _equations(line) -> list[_Equation]:
         return [_Equation(tuple(n for pair in zip(line.weights, (row[c] for row in line.values))
                                 for n in pair), _sum_of_products, result)
                 for c, result in enumerate(line.result)]
+    if kind == "SoftmaxBackwardRow":
+        dot = _Equation(tuple(n for pair in zip(line.weights, line.upstream) for n in pair),
+                        _sum_of_products, line.dot)
+        return [dot] + [_Equation((a, g, line.dot), lambda a, g, s: a * (g - s), r)
+                        for a, g, r in zip(line.weights, line.upstream, line.result) if a.value != 0]
     return []
 
 
@@ -267,7 +272,7 @@ def exact_latex(value: sympy.Expr) -> str:
 def latex_entry_symbol(step_name: str, head: int | None = None) -> str:
     """What an entry's subscript attaches to: S (S_{1,2}), or (S_1) for a head ((S_1)_{1,2})."""
     symbol = steps.symbol(step_name, head)
-    return symbol if head is None else f"({symbol})"
+    return symbol if head is None and "_" not in symbol else f"({symbol})"
 
 
 # --- HTML and Moodle ---------------------------------------------------------------

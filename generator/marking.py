@@ -92,6 +92,8 @@ def propagate(step, inputs: list[np.ndarray], errors: list[np.ndarray], u: float
 
 def _product(step, inputs, errors, u, spec):
     (a, b), (ea, eb) = inputs, errors
+    if step.transpose_left:
+        a, ea = a.T, ea.T
     if step.transpose:
         b, eb = b.T, eb.T
     return ea @ np.abs(b) + np.abs(a) @ eb + ea @ eb
@@ -141,7 +143,16 @@ def _softmax_rows(z: np.ndarray, e: np.ndarray, u: float) -> np.ndarray:
 
 
 def _add(step, inputs, errors, u, spec):
-    return errors[0] + errors[1]
+    return sum(errors[1:], errors[0])
+
+
+def _softmax_backward(step, inputs, errors, u, spec):
+    """r_ij = a_ij (g_ij - s_i), s_i = sum_k a_ik g_ik: each input's error times its partial
+    derivative's size, and the row's dot product s_i as the student writes it."""
+    (a, g), (ea, eg) = inputs, errors
+    s = (a * g).sum(axis=1, keepdims=True)
+    es = (np.abs(g) * ea + np.abs(a) * eg).sum(axis=1, keepdims=True) + u
+    return np.abs(g - s) * ea + np.abs(a) * (eg + es)
 
 
 def _concat(step, inputs, errors, u, spec):
@@ -149,7 +160,8 @@ def _concat(step, inputs, errors, u, spec):
 
 
 RULES = {"product": _product, "blend": _product, "scaling": _scaling, "masking": _masking,
-         "softmax": _softmax, "add": _add, "concat": _concat}
+         "softmax": _softmax, "add": _add, "concat": _concat,
+         "softmax-backward": _softmax_backward}
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from .exam_key import load_or_create_key
 from .paper import ExamProblem
 from .questions import Question, build_question
 from .sampling import difficulty_of, draw_options, drawable_types, sample_problem, sample_set
-from .kinds import type_names
+from .kinds import default_mix
 from .spec import ProblemSpec, SpecError, load_recorded_problem, load_spec_file
 
 MAX_COUNT = 2000
@@ -89,7 +89,7 @@ def draw_plan(args: argparse.Namespace):
                            scale=args.scale, no_calculator=args.no_calculator or None)
     if not (args.practice or args.problem is not None):  # an exam: its draws are the teacher's
         options = replace(options, secret=load_or_create_key(args.key_file))
-    return (options, *drawable_types(args.types or type_names(), options, bool(args.types)))
+    return (options, *drawable_types(args.types or default_mix(), options, bool(args.types)))
 
 
 def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -> list[ProblemSpec]:

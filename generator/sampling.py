@@ -139,7 +139,9 @@ def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
         seen.add(candidate.identity)
         spec = candidate_spec(candidate, problem_id(options, seed, version, index, kind),
                               None if options.secret else seed)
-        specs.append(replace(spec, question=kind, number=index, scale=options.scale, **params))
+        extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
+        specs.append(replace(spec, question=kind, number=index, scale=options.scale,
+                             matrices={**spec.matrices, **extra}, **params))
     return specs
 
 

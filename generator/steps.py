@@ -19,7 +19,8 @@ from functools import lru_cache
 
 # How each step is computed; the engine, the cross-check and the page's script each
 # implement these (and only these), independently.
-OPS = ("given", "product", "scaling", "masking", "softmax", "blend", "add", "concat")
+OPS = ("given", "product", "scaling", "masking", "softmax", "blend", "add", "concat",
+       "softmax-backward")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class StepDef:
     marks: int = 1
     when: str = ""  # "" always; "scaled": unless the scale is 1; "causal": under a causal mask
     transpose: bool = False  # product: times the transpose of the second input (Q K^T)
+    transpose_left: bool = False  # product: the transpose of the first input times the second
+    optional: bool = False  # for want of an input, hand the first input on (X + P without P)
     factor: str = "scale"  # scaling: "scale" (the problem's, else 1/sqrt(d_k)), "one", "one-over-dk"
     by_columns: bool = False  # softmax: down each column (a mistake), not along each row
     rows_sum_to_one: bool = True  # blend: the weights' rows sum to 1 (exact forms may simplify)
@@ -66,6 +69,8 @@ def register(step: StepDef, before: str | None = None, takes_place_of: str | Non
     name read this step instead (a positional encoding added to X, say)."""
     if step.op not in OPS:
         raise ValueError(f"step {step.name}: op must be one of {', '.join(OPS)}")
+    if takes_place_of:  # it stands in for that input only where it can be computed
+        step = replace(step, optional=True)
     REGISTRY[step.name] = step
     plan.cache_clear()
     if not pipeline or step.name in PIPELINE:
@@ -112,21 +117,26 @@ def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
          mistake: str | None = None, through: str | None = None) -> tuple[StepDef, ...]:
     """The steps a problem takes from its given matrices, in order, up to ``through``.
 
-    Steps ahead of the last given one are not taken (given Q, K and V, no projection);
-    a step the problem skips hands its input on to the steps that read it."""
+    A given matrix is taken as given (Q, K and V given: no projections).  A step the problem
+    skips by its condition (no mask, scale 1) hands its input on to the steps that read it;
+    a step lacking an input is not taken, nor is any step that needs it (no dO: no gradients;
+    no X: no dW_Q), unless it is ``optional`` (then it too hands its first input on)."""
     changes = MISTAKEN.get(mistake, {}) if mistake else {}
     active = {"": True, "scaled": scaled or "scaled" in changes, "causal": causal}
-    start = max(PIPELINE.index(name) for name in given if name in PIPELINE)
     steps = [REGISTRY[name] if REGISTRY[name].is_given else given_def(name, REGISTRY[name].symbol)
              for name in given]
     stands_for: dict[str, str] = {}
     have = set(given)
-    for name in PIPELINE[start + 1:]:
+    for name in PIPELINE:
+        if name in have:
+            continue
         step = replace(REGISTRY[name], **changes.get(name, {}))
         resolved = tuple(_resolve(i, stands_for) for i in step.inputs)
-        # skipped: by its condition, or for want of an input (a step adding P, with no P given)
-        if step.is_given or not active[step.when] or not have.issuperset(resolved):
+        skipped = not active[step.when] or (step.optional and not have.issuperset(resolved))
+        if skipped:
             stands_for[name] = resolved[0] if resolved else name
+            continue
+        if step.is_given or not have.issuperset(resolved):
             continue
         steps.append(replace(step, inputs=resolved))
         have.add(name)
@@ -160,15 +170,17 @@ def shapes(steps: tuple[StepDef, ...], given: dict[str, tuple[int, int]]) -> dic
 def _shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
     first = inputs[0]
     if step.op in ("product", "blend"):
+        first = first[::-1] if step.transpose_left else first
         right = inputs[1][::-1] if step.transpose else inputs[1]
         if first[1] != right[0]:
             raise ValueError(f"{step.worded()}: {step.inputs[0]} has {first[1]} columns but "
                              f"{step.inputs[1]} has {right[0]} "
                              f"{'columns' if step.transpose else 'rows'}")
         return first[0], right[1]
-    if step.op == "add" and inputs[1] != first:
-        raise ValueError(f"{step.worded()}: {step.inputs[0]} is {first[0]}x{first[1]} but "
-                         f"{step.inputs[1]} is {inputs[1][0]}x{inputs[1][1]}")
+    for name, shape in zip(step.inputs[1:], inputs[1:]):
+        if step.op in ("add", "softmax-backward") and shape != first:
+            raise ValueError(f"{step.worded()}: {step.inputs[0]} is {first[0]}x{first[1]} but "
+                             f"{name} is {shape[0]}x{shape[1]}")
     if step.op == "concat":
         if len({rows for rows, _ in inputs}) > 1:
             raise ValueError(f"{step.worded()}: the parts have different numbers of rows")
@@ -224,3 +236,48 @@ for _step in (
             marks=2),
 ):
     register(_step, pipeline=False)
+
+# The backward pass, taken where the upstream gradient dO = dL/dO is given (a loss such as
+# L = sum(O * G) gives dO = G); the weights and X only where X is given.
+for _step in (
+    given_def("dO", r"\mathrm{d}O"),
+    StepDef("dV", "product", ("weights", "dO"), r"\mathrm{d}V", "dV = weights^T dO",
+            r"$\mathrm{d}V = A^{\top}\, \mathrm{d}O$",
+            r"Compute $\mathrm{d}V = A^{\top}\, \mathrm{d}O$: row $j$ of $\mathrm{d}V$ collects "
+            r"every query's upstream gradient, weighted by how much that query attends to key $j$.",
+            marks=2, transpose_left=True),
+    StepDef("dweights", "product", ("dO", "V"), r"\mathrm{d}A", "dweights = dO V^T",
+            r"$\mathrm{d}A = \mathrm{d}O\, V^{\top}$",
+            r"Compute the gradient of the weights, $\mathrm{d}A = \mathrm{d}O\, V^{\top}$.",
+            marks=2, transpose=True),
+    StepDef("dscaled", "softmax-backward", ("weights", "dweights"), r"\mathrm{d}\tilde{S}",
+            "dscaled = weights * (dweights - rowsum(weights * dweights))",
+            r"$\mathrm{d}\tilde{S}_{ij} = A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})$",
+            r"Push the gradient back through softmax, row by row: $\mathrm{d}\tilde{S}_{ij} = "
+            r"A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})${% if spec.mask == 'causal' %}"
+            r" (a masked entry has $A_{ij} = 0$, so its gradient is 0){% endif %}.", marks=3),
+    StepDef("dscores", "scaling", ("dscaled",), r"\mathrm{d}S", "dscores = dscaled / sqrt(d_k)",
+            r"{% if spec.scale is none %}$\mathrm{d}S = \mathrm{d}\tilde{S} / \sqrt{d_k}$"
+            r"{% else %}$\mathrm{d}S = {{ spec.scale | tex }}\, \mathrm{d}\tilde{S}${% endif %}",
+            r"Carry the gradient back through the scaling: {% if spec.scale is none %}"
+            r"$\mathrm{d}S = \mathrm{d}\tilde{S} / \sqrt{d_k}${% else %}$\mathrm{d}S = "
+            r"{{ spec.scale | tex }}\, \mathrm{d}\tilde{S}${% endif %}.", when="scaled"),
+    StepDef("dQ", "product", ("dscores", "K"), r"\mathrm{d}Q", "dQ = dscores K",
+            r"$\mathrm{d}Q = \mathrm{d}S\, K$", r"Compute $\mathrm{d}Q = \mathrm{d}S\, K$.", marks=2),
+    StepDef("dK", "product", ("dscores", "Q"), r"\mathrm{d}K", "dK = dscores^T Q",
+            r"$\mathrm{d}K = \mathrm{d}S^{\top} Q$", r"Compute $\mathrm{d}K = \mathrm{d}S^{\top} Q$.",
+            marks=2, transpose_left=True),
+    *(StepDef(f"dW_{n}", "product", ("X", f"d{n}"), rf"\mathrm{{d}}W_{n}", f"dW_{n} = X^T d{n}",
+              rf"$\mathrm{{d}}W_{n} = X^{{\top}} \mathrm{{d}}{n}$",
+              rf"Compute $\mathrm{{d}}W_{n} = X^{{\top}} \mathrm{{d}}{n}$.", transpose_left=True)
+      for n in "QKV"),
+    *(StepDef(f"dX_{n}", "product", (f"d{n}", f"W_{n}"), rf"\mathrm{{d}}X^{{({n})}}",
+              f"dX_{n} = d{n} W_{n}^T", rf"$\mathrm{{d}}X^{{({n})}} = \mathrm{{d}}{n}\, W_{n}^{{\top}}$",
+              rf"Compute $\mathrm{{d}}X^{{({n})}} = \mathrm{{d}}{n}\, W_{n}^{{\top}}$.", transpose=True)
+      for n in "QKV"),
+    StepDef("dX", "add", ("dX_Q", "dX_K", "dX_V"), r"\mathrm{d}X", "dX = dX_Q + dX_K + dX_V",
+            r"$\mathrm{d}X = \mathrm{d}X^{(Q)} + \mathrm{d}X^{(K)} + \mathrm{d}X^{(V)}$",
+            r"Add up what reaches $X$ through each projection: $\mathrm{d}X = "
+            r"\mathrm{d}X^{(Q)} + \mathrm{d}X^{(K)} + \mathrm{d}X^{(V)}$."),
+):
+    register(_step)

@@ -126,7 +126,8 @@ def step_graph(question) -> dict:
                 graph[prefix + step.name] = {
                     "op": step.op, "inputs": [prefix + name if "." not in name else name
                                               for name in step.inputs],
-                    "transpose": step.transpose, "by_columns": step.by_columns, "factor": factor}
+                    "transpose": step.transpose, "transpose_left": step.transpose_left,
+                    "by_columns": step.by_columns, "factor": factor}
     return graph
 
 
@@ -134,12 +135,14 @@ STRONG = re.compile(r"\*\*(.+?)\*\*")
 
 # How to start each op by hand: the page's hints, before the full working.
 HINTS = {
-    "product": "entry (1, 1) is row 1 of {0} dotted with {col} 1 of {1}; the others likewise.",
+    "product": "entry (1, 1) is {row} 1 of {0} dotted with {col} 1 of {1}; the others likewise.",
     "blend": "row 1 adds up the rows of {1}, each times its weight in row 1 of {0}.",
     "scaling": "multiply every entry of {0} by the same factor.",
     "masking": "copy {0}, then write -inf wherever the key j comes after the query i.",
     "softmax": "e to the power of each entry of a row, add them up, divide each by the sum.",
-    "add": "add {0} and {1} entry by entry.",
+    "add": "add the matrices entry by entry.",
+    "softmax-backward": "row by row: first the dot product of the row of {0} with the row of "
+                        "{1}; then each entry of {0} times (its entry of {1} minus that dot product).",
     "concat": "put the heads' outputs side by side, head 1 on the left.",
     "given": "take this head's block of columns (head 1 the first half).",
 }
@@ -152,8 +155,9 @@ def hint_of(question, step, decimals: int) -> str:
         for step_def, known in zip(solution.plan, solution.steps):
             if known is step:
                 col = "row" if step_def.transpose else "column"
+                row = "column" if step_def.transpose_left else "row"
                 first = first_working(step, decimals)
-                return HINTS[step_def.op].format(*step_def.inputs, "", col=col) + (
+                return HINTS[step_def.op].format(*step_def.inputs, "", col=col, row=row) + (
                     f" First: {first}" if first else "")
     return "read it off the matrices shown above, in the new order."
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from conftest import make_question, torch_or_skip
 from generator.formatting import decimal_text
 from generator.sampling import draw_options, sample_set
-from generator.kinds import type_names
+from generator.kinds import default_mix, type_names
 from generator.spec import MISTAKES, SpecError
 
 QUESTION_TYPES = type_names()
@@ -163,7 +163,7 @@ def test_types_option_and_json_parts(tmp_path, run_cli):
 def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
     assert run_cli("--count", "7", "--seed", "42", "--out", tmp_path / "a")[0] == 0
     problems = json.loads((tmp_path / "a" / "problems.json").read_text())["problems"]
-    assert [p["type"] for p in problems] == list(QUESTION_TYPES)
+    assert [p["type"] for p in problems] == list(default_mix())
     spec_file = tmp_path / "again.json"
     spec_file.write_text(json.dumps([p["spec"] for p in problems]))
     assert run_cli("--spec", spec_file, "--out", tmp_path / "b")[0] == 0
@@ -208,7 +208,7 @@ def test_column_softmax_mistake_with_a_constant_value_column():
 BASE = {"X": [[1, 0], [0, 2], [1, 1]], "W_Q": [[1, 1], [0, 1]], "W_K": [[1, 0], [1, 1]],
         "W_V": [[1, 0], [0, 1]]}
 PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0], [0, 1], [2, 1]]}
-TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"},
+TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"}, "backward": {},
              "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
            "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}
@@ -220,6 +220,9 @@ def type_with_option(kind: str, option: dict) -> dict:
                   **TYPE_KEYS[kind])
     if kind == "masked":
         record.setdefault("mask", "causal")
+    if kind == "backward":  # the upstream gradient has the output's shape
+        rows, columns = len(record.get("Q", record.get("X"))), len(record.get("V", record.get("W_V"))[0])
+        record["dO"] = [[(i + j) % 3 - 1 or 0.5 for j in range(columns)] for i in range(rows)]
     return record
 
 

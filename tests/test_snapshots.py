@@ -21,6 +21,9 @@ RUNS = {
     # one problem of each question type, in the order --types takes them by default
     "every-type": ["--count", "7", "--seed", "42", "--format", "moodle,html", "--practice"],
     "every-type-hard": ["--count", "7", "--seed", "5", "--difficulty", "hard", "--practice"],
+    # backpropagation, drawn only when asked for: one problem from X, one masked
+    "backward": ["--types", "backward", "--count", "2", "--seed", "4", "--mask", "mixed",
+                 "--format", "moodle,html", "--practice"],
 }
 FILES = ("questions.tex", "answers.tex", "questions.md", "answers.md", "problems.json",
          "moodle.xml", "practice.html")

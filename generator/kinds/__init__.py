@@ -48,6 +48,7 @@ class QuestionType:
     draw_options: Callable = _same  # DrawOptions -> what its problems are drawn with
     draw_params: Callable = lambda rng, candidate, decimals: {}  # its own choices; None redraws
     not_drawable: Callable = _nothing  # DrawOptions -> why it cannot be drawn so, or None
+    in_default_mix: bool = True  # drawn when --types is not given (else only when asked for)
 
 
 TYPES: dict[str, QuestionType] = {}
@@ -65,6 +66,11 @@ def unregister(name: str) -> None:
 def type_names() -> tuple[str, ...]:
     """The registered types, in the order of the default mix."""
     return tuple(TYPES)
+
+
+def default_mix() -> tuple[str, ...]:
+    """The types a set draws in turn when the teacher names none."""
+    return tuple(name for name, kind in TYPES.items() if kind.in_default_mix)
 
 
 def spec_keys() -> dict[str, tuple[str, ...]]:

@@ -49,12 +49,16 @@
 
   // Each op of the step registry, as the engine computes it (on the student's numbers).
   const OPS = {
-    product: (step, a, b) => matmul(a, step.transpose ? transpose(b) : b),
+    product: (step, a, b) => matmul(step.transpose_left ? transpose(a) : a, step.transpose ? transpose(b) : b),
     scaling: (step, a) => a.map((row) => row.map((x) => x * step.factor)),
     masking: (step, a) => a.map((row, i) => row.map((x, j) => (j > i ? -Infinity : x))),
     softmax: (step, a) => (step.by_columns ? transpose(softmaxRows(transpose(a))) : softmaxRows(a)),
     blend: (step, a, b) => matmul(a, b),
-    add: (step, a, b) => a.map((row, i) => row.map((x, j) => x + b[i][j])),
+    add: (step, ...terms) => terms[0].map((row, i) => row.map((_, j) => terms.reduce((s, t) => s + t[i][j], 0))),
+    "softmax-backward": (step, a, g) => a.map((row, i) => {
+      const dot = row.reduce((s, x, k) => s + x * g[i][k], 0);
+      return row.map((x, j) => x * (g[i][j] - dot));
+    }),
     concat: (step, ...parts) => parts[0].map((_, i) => [].concat(...parts.map((p) => p[i]))),
   };
 
