@@ -11,7 +11,7 @@ import sympy
 
 from ..crosscheck import attention_steps
 from ..engine import solve
-from ..questions import SETUP, Part, Question, given_steps, lettered, step_parts
+from ..questions import SETUP, Question, given_steps, lettered, step_parts
 from ..steps import PIPELINE, symbol
 from . import GIVEN, SHOWN, QuestionType, register
 
