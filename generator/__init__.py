@@ -2,3 +2,4 @@
 
 # The built-in question types register themselves; the default mix takes them in this order.
 from .kinds import full, row, mistake, permute, masked, heads, concept, backward  # noqa: F401,I001
+from .kinds import softmax_jacobian  # noqa: F401,E402

@@ -38,6 +38,7 @@ NUMPY_OPS = {
     "blend": lambda step, a, b, **_: a @ b,
     "add": lambda step, *terms, **_: sum(terms[1:], terms[0]),
     "softmax-backward": lambda step, a, g, **_: a * (g - (a * g).sum(axis=1, keepdims=True)),
+    "jacobian": lambda step, a, **_: np.diag(a[0]) - np.outer(a[0], a[0]),
     "concat": lambda step, *parts, **_: np.hstack(parts),
 }
 

@@ -98,6 +98,17 @@ class Blend:
 
 
 @dataclass(frozen=True)
+class JacobianEntry:
+    """J_ij = a_i (delta_ij - a_j): on the diagonal a_i (1 - a_i), off it -a_i a_j."""
+
+    row: int
+    col: int
+    a_i: Num
+    a_j: Num
+    result: Num
+
+
+@dataclass(frozen=True)
 class SoftmaxBackwardRow:
     """One row of the softmax backward pass: the weights a, the upstream gradient g, their
     dot product a·g, and a_j (g_j - a·g) for each j."""
@@ -278,6 +289,19 @@ def _softmax_backward_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Eval
                 tuple(w.result for w in working), working)
 
 
+def _jacobian_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """J_ij = a_i (delta_ij - a_j) for one row a of weights."""
+    a = inputs[0].entries[0]
+    working = tuple(JacobianEntry(i, j, a[i], a[j], num(a[i].exact * ((i == j) - a[j].exact))
+                                  if a[i].exact.is_Rational and a[j].exact.is_Rational else
+                                  Num(sympy.Mul(a[i].exact, sympy.Add(int(i == j), -a[j].exact,
+                                                                      evaluate=False), evaluate=False),
+                                      a[i].value * ((i == j) - a[j].value)))
+                    for i in range(len(a)) for j in range(len(a)))
+    return Step(step_def.name, step_def.worded(), "jacobian",
+                _reshape([w.result for w in working], len(a)), working)
+
+
 def _softmax_backward_row(index: int, weights, upstream, num: Evaluator) -> "SoftmaxBackwardRow":
     dot = num.blend(tuple(zip(weights, upstream)), weights_sum_to_one=False)
     result = tuple(num(sympy.S.Zero) if a.exact == 0 else Num(
@@ -294,7 +318,7 @@ def _concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> 
 # The engine's arithmetic for each op of the registry (steps.OPS).
 OPS = {"given": _given_op, "product": _product_op, "scaling": _scaling_op,
        "masking": _masking_op, "softmax": _softmax_op, "blend": _blend_op, "add": _add_op,
-       "concat": _concat_op, "softmax-backward": _softmax_backward_op}
+       "concat": _concat_op, "softmax-backward": _softmax_backward_op, "jacobian": _jacobian_op}
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:

@@ -196,6 +196,9 @@ def _equations(line) -> list[_Equation]:
         return [_Equation(tuple(n for pair in zip(line.weights, (row[c] for row in line.values))
                                 for n in pair), _sum_of_products, result)
                 for c, result in enumerate(line.result)]
+    if kind == "JacobianEntry":
+        diagonal = 1 if line.row == line.col else 0
+        return [_Equation((line.a_i, line.a_j), lambda ai, aj: ai * (diagonal - aj), line.result)]
     if kind == "SoftmaxBackwardRow":
         dot = _Equation(tuple(n for pair in zip(line.weights, line.upstream) for n in pair),
                         _sum_of_products, line.dot)

@@ -159,9 +159,17 @@ def _concat(step, inputs, errors, u, spec):
     return np.hstack(errors)
 
 
+def _jacobian(step, inputs, errors, u, spec):
+    """J_ij = a_i (delta_ij - a_j): both factors' errors, and their product."""
+    a, e = inputs[0][0], errors[0][0]
+    delta = np.eye(len(a))
+    return (e[:, None] * np.abs(delta - a[None, :]) + np.abs(a)[:, None] * e[None, :]
+            + e[:, None] * e[None, :])
+
+
 RULES = {"product": _product, "blend": _product, "scaling": _scaling, "masking": _masking,
          "softmax": _softmax, "add": _add, "concat": _concat,
-         "softmax-backward": _softmax_backward}
+         "softmax-backward": _softmax_backward, "jacobian": _jacobian}
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -149,6 +149,15 @@ def the_top_key(weights: tuple[Num, ...], spec: ProblemSpec) -> int:
     return order[0]
 
 
+def answer_with_slips(why: str = "") -> str:
+    """Prose for a choice's key: the right choice, why (prose, optional), and the slip behind
+    each wrong choice."""
+    return ("{% set item = part.item %}**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }})** "
+            "{{ item.choices[item.answer] }} " + why + " Where the others go wrong:{% for letter, "
+            "slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}"
+            "{{ ';' if not loop.last else '.' }}{% endfor %}")
+
+
 # Prose shared by the types: what the problem is (sizes, mask), and what to compute.
 SETUP = (
     r"{% if spec.from_embeddings %}A sequence of {{ spec.n_queries }} tokens has embeddings as the "

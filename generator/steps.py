@@ -20,7 +20,7 @@ from functools import lru_cache
 # How each step is computed; the engine, the cross-check and the page's script each
 # implement these (and only these), independently.
 OPS = ("given", "product", "scaling", "masking", "softmax", "blend", "add", "concat",
-       "softmax-backward")
+       "softmax-backward", "jacobian")
 
 
 @dataclass(frozen=True)
@@ -181,6 +181,8 @@ def _shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
         if step.op in ("add", "softmax-backward") and shape != first:
             raise ValueError(f"{step.worded()}: {step.inputs[0]} is {first[0]}x{first[1]} but "
                              f"{name} is {shape[0]}x{shape[1]}")
+    if step.op == "jacobian":
+        return first[1], first[1]
     if step.op == "concat":
         if len({rows for rows, _ in inputs}) > 1:
             raise ValueError(f"{step.worded()}: the parts have different numbers of rows")
@@ -281,3 +283,16 @@ for _step in (
             r"\mathrm{d}X^{(Q)} + \mathrm{d}X^{(K)} + \mathrm{d}X^{(V)}$."),
 ):
     register(_step)
+
+# One row of softmax on its own: its Jacobian J = diag(a) - a^T a, applied to a gradient g.
+for _step in (
+    given_def("arow", "a"), given_def("grow", "g"),
+    StepDef("jacobian", "jacobian", ("arow",), "J", "J = diag(a) - a^T a",
+            r"$J = \operatorname{diag}(a) - a^{\top} a$",
+            r"Write the Jacobian of softmax at this row, $J_{ij} = \partial a_i / \partial s_j = "
+            r"a_i\,(\delta_{ij} - a_j)$: $a_i(1 - a_i)$ on the diagonal, $-a_i a_j$ off it.", marks=2),
+    StepDef("jvp", "product", ("grow", "jacobian"), r"gJ", "jvp = g J",
+            r"$g J$", r"Apply it to the gradient: $g J$ (J is symmetric, so this is $(J g^{\top})^{\top}$).",
+            marks=2),
+):
+    register(_step, pipeline=False)

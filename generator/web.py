@@ -141,6 +141,7 @@ HINTS = {
     "masking": "copy {0}, then write -inf wherever the key j comes after the query i.",
     "softmax": "e to the power of each entry of a row, add them up, divide each by the sum.",
     "add": "add the matrices entry by entry.",
+    "jacobian": "on the diagonal a_i (1 - a_i); off it -a_i a_j.",
     "softmax-backward": "row by row: first the dot product of the row of {0} with the row of "
                         "{1}; then each entry of {0} times (its entry of {1} minus that dot product).",
     "concat": "put the heads' outputs side by side, head 1 on the left.",
@@ -203,7 +204,8 @@ def _web_environment(decimals: int, user_templates: Path | None, prose: str):
         tex_symbol=steps.symbol,
         tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
                                                   for row in step.entries]),
-        cloze_text=fmt.cloze_escape,
+        # a choice rendered by the escaping environment, unescaped, then escaped as Moodle reads it
+        cloze_text=lambda text: Markup(fmt.cloze_escape(Markup(text).unescape())),
         cdata=lambda text: Markup(str(text).replace("]]>", "]]]]><![CDATA[>")),
     )
     environment.tests["masked"] = lambda num: num.value == float("-inf")

@@ -61,7 +61,7 @@ def autograd(torch, record, spec):
     return grads
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(backward_records())
 def test_every_gradient_equals_autograd(record):
     torch = torch_or_skip()
@@ -97,7 +97,8 @@ def test_a_hand_checked_problem_prints_every_number(tmp_path, run_cli):
     # written with the places that make the line check on a calculator: 0.66976 + 0.99072
     assert "- Row 1: sum of weights·gradients = 0.66976·1 + 0.33024·3 ≈ 1.6605" in key
     record = json.loads((tmp_path / "o" / "problems.json").read_text())["problems"][0]
-    assert [p["task"] for p in record["parts"]] == ["dV", "dweights", "dscaled", "dscores", "dQ", "dK"]
+    assert [p["task"] for p in record["parts"]] == ["dV", "dweights", "dscaled", "dscores", "dQ", "dK",
+                                                    "why-scale"]
     assert record["steps"]["dscaled"][0] == pytest.approx([-0.442362, 0.442362], abs=1e-6)
 
 
@@ -131,3 +132,22 @@ def test_the_page_carries_a_students_own_gradients_forward(tmp_path, run_cli):
         assert parts.nth(2).locator(".marks").text_content() == "4 of 4 right ✓"
         parts.nth(1).locator("button.check").click()
         assert parts.nth(1).locator(".marks").text_content() == "3 of 4 right"
+
+
+def test_the_softmax_jacobian_equals_autograds_and_its_rows_sum_to_zero():
+    torch = torch_or_skip()
+    record = {**GOLDEN, "K": [[1, 0], [1, 1]], "type": "softmax-jacobian", "row": 2}
+    question = make_question(**record)
+    spec = question.spec
+    logits = question.solution.step("scaled").numeric[spec.row]
+    jacobian = torch.autograd.functional.jacobian(
+        lambda s: torch.softmax(s, dim=0), torch.tensor(logits, dtype=torch.float64))
+    worked = question.worked[0][1]
+    np.testing.assert_allclose(worked.step("jacobian").numeric, jacobian.numpy(), atol=1e-12)
+    np.testing.assert_allclose(worked.step("jacobian").numeric.sum(axis=1), 0, atol=1e-12)
+    # J applied to dA's row is the backward pass's softmax step, row spec.row
+    np.testing.assert_allclose(worked.step("jvp").numeric[0],
+                               make_question(**{**GOLDEN, "K": record["K"], "type": "backward"})
+                               .solution.step("dscaled").numeric[spec.row], atol=1e-12)
+    assert [p.task for p in question.parts] == ["jacobian", "jvp", "row-sums"]
+    assert question.marks == 5

@@ -58,12 +58,17 @@ def extract_question(text: str) -> list[dict]:
         text = text.replace(found.group(0), f"{{#{len(gaps)}}}", 1)
 
 
-@pytest.fixture(scope="module")
-def bank(tmp_path_factory):
+BANKS = {"every type, hard, 2 decimals": ["--count", "21", "--seed", "8", "--difficulty", "hard",
+                                          "--decimals", "2"],
+         "gradients": ["--types", "backward,softmax-jacobian", "--count", "6", "--seed", "2",
+                       "--mask", "mixed"]}
+
+
+@pytest.fixture(scope="module", params=list(BANKS))
+def bank(request, tmp_path_factory):
     from generator.cli import main
     out = tmp_path_factory.mktemp("moodle")
-    assert main(["--count", "21", "--seed", "8", "--difficulty", "hard", "--decimals", "2",
-                 "--format", "moodle", "--practice", "--out", str(out)]) == 0
+    assert main([*BANKS[request.param], "--format", "moodle", "--practice", "--out", str(out)]) == 0
     return out
 
 

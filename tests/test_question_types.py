@@ -181,7 +181,7 @@ def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
     ({"type": "masked"}, 'type masked needs mask = "causal"'),
     ({"type": "heads"}, "type heads needs W_O (the output projection)"),
     ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads, and only there"),
-    ({"row": 2}, "row goes with type row or concept, not full"),
+    ({"row": 2}, "row goes with type row or concept or softmax-jacobian, not full"),
     ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k and d_v must split evenly into 2 heads"),
 ])
 def test_bad_question_specs(tmp_path, run_cli, changes, expected):
@@ -209,6 +209,7 @@ BASE = {"X": [[1, 0], [0, 2], [1, 1]], "W_Q": [[1, 1], [0, 1]], "W_K": [[1, 0], 
         "W_V": [[1, 0], [0, 1]]}
 PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0], [0, 1], [2, 1]]}
 TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"}, "backward": {},
+             "softmax-jacobian": {"row": 2},
              "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
            "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}
@@ -220,7 +221,7 @@ def type_with_option(kind: str, option: dict) -> dict:
                   **TYPE_KEYS[kind])
     if kind == "masked":
         record.setdefault("mask", "causal")
-    if kind == "backward":  # the upstream gradient has the output's shape
+    if kind in ("backward", "softmax-jacobian"):  # the upstream gradient has the output's shape
         rows, columns = len(record.get("Q", record.get("X"))), len(record.get("V", record.get("W_V"))[0])
         record["dO"] = [[(i + j) % 3 - 1 or 0.5 for j in range(columns)] for i in range(rows)]
     return record

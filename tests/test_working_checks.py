@@ -27,6 +27,9 @@ PRODUCT = re.compile(rf"^- \S+\[\d+,\d+\] = (.+?) (?:=|≈) ({NUMBER})$")
 SCALING = re.compile(rf"^- scaled\[\d+,\d+\] = ({NUMBER}) (/|·) \(?({NUMBER})\)? (?:=|≈) ({NUMBER})")
 SOFTMAX = re.compile(r"^- Row \d+: (.+); sum = (\S+)\n  → \[(.+)\] (?:=|≈) \[(.+)\] \(the row", re.M)
 BLEND = re.compile(r"^- output row \d+ = (.+) (?:=|≈) \[(.+)\]$")
+JACOBIAN = re.compile(rf"^- J\[\d+,\d+\] = (?:({NUMBER})·\(1 - ({NUMBER})\)|-({NUMBER})·({NUMBER})) (?:=|≈) ({NUMBER})$")
+SOFTMAX_BACKWARD = re.compile(r"^- Row \d+: sum of weights·gradients = (.+) (?:=|≈) (\S+)\n  → \[(.+)\] "
+                              r"(?:=|≈) \[(.+)\]$", re.M)
 
 
 def rounds_to(value: Decimal, printed: str) -> bool:
@@ -40,7 +43,7 @@ def number(text: str) -> Decimal:
 
 def check_product(line: str) -> bool | None:
     match = PRODUCT.match(line)
-    if not match or line.startswith("- scaled[") or "[" in match.group(1):
+    if not match or line.startswith(("- scaled[", "- J[")) or "[" in match.group(1):
         return None
     terms = [term.split("·") for term in match.group(1).split(" + ")]
     return rounds_to(sum(number(a) * number(b) for a, b in terms), match.group(2))
@@ -64,6 +67,31 @@ def check_blend(line: str) -> bool | None:
     results = match.group(2).split(", ")
     return all(rounds_to(sum(w * values[c] for w, values in rows), printed)
                for c, printed in enumerate(results))
+
+
+def check_jacobian(line: str) -> bool | None:
+    match = JACOBIAN.match(line)
+    if not match:
+        return None
+    a, b, c, d, result = match.groups()
+    value = number(a) * (1 - number(b)) if a is not None else -number(c) * number(d)
+    return rounds_to(value, result)
+
+
+def check_softmax_backward(block: re.Match) -> bool:
+    """The row's dot product, then each a_j (g_j - dot), from the numbers printed."""
+    products, dot, terms, results = block.groups()
+    pairs = [term.split("·") for term in products.split(" + ")]
+    if not rounds_to(sum(number(a) * number(g) for a, g in pairs), dot):
+        return False
+    for term, printed in zip(terms.split(", "), results.split(", ")):
+        if term == "0":
+            continue
+        a, rest = term.split("·(", 1)
+        g, s = rest[:-1].split(" - ", 1)
+        if not rounds_to(number(a) * (number(g) - number(s)), printed):
+            return False
+    return True
 
 
 def check_softmax(block: re.Match) -> bool:
@@ -90,7 +118,7 @@ def check_softmax(block: re.Match) -> bool:
 def failures_in(key: str) -> tuple[list[str], int]:
     failed, checked = [], 0
     for line in key.splitlines():
-        for check in (check_product, check_scaling, check_blend):
+        for check in (check_product, check_scaling, check_blend, check_jacobian):
             verdict = check(line)
             if verdict is not None:
                 checked += 1
@@ -99,6 +127,10 @@ def failures_in(key: str) -> tuple[list[str], int]:
     for block in SOFTMAX.finditer(key):
         checked += 1
         if not check_softmax(block):
+            failed.append(block.group(0))
+    for block in SOFTMAX_BACKWARD.finditer(key):
+        checked += 1
+        if not check_softmax_backward(block):
             failed.append(block.group(0))
     return failed, checked
 

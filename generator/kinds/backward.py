@@ -4,6 +4,7 @@ dK = dSᵀ Q (and, where X is given, dW_Q, dW_K, dW_V and dX), every step with i
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import replace
 
 import numpy as np
@@ -11,7 +12,8 @@ import sympy
 
 from ..crosscheck import attention_steps
 from ..engine import solve
-from ..questions import SETUP, Question, given_steps, lettered, step_parts
+from ..questions import (SETUP, ConceptItem, Part, Question, answer_with_slips, given_steps,
+                         lettered, step_parts)
 from ..steps import PIPELINE, symbol
 from . import GIVEN, SHOWN, QuestionType, register
 
@@ -36,7 +38,43 @@ def backward_question(spec) -> Question:
     shown = tuple(("", symbol(name), solution.step(name)) for name in FORWARD
                   if solution.step(name).kind != "given")
     parts = [replace(part, notes=False) for part in step_parts(solution, tuple(groups))]
+    alive = why_scale(spec, solution)
+    if alive:
+        parts.append(Part("why-scale", 1, item=alive[0], answer=alive[1]))
     return Question("backward", spec, solution, given_steps(solution), lettered(parts), shown=shown)
+
+
+# Why 1/sqrt(d_k) keeps gradients alive, and what students think instead.
+WHY_SCALE = (
+    ("Softmax saturates: the nearer a row of weights is to one-hot, the smaller "
+     r"$A \odot (\mathrm{d}A - \operatorname{rowsum}(A \odot \mathrm{d}A))$ gets, so larger "
+     "scores pass back less gradient.", ""),
+    ("Larger scores pass back more gradient: the gradient grows with the scores.",
+     "the scores grow, but the gradient through softmax shrinks as the weights saturate"),
+    ("Nothing changes: scaling is linear, so it only scales the gradient by the same factor.",
+     "the scaling is linear, but softmax after it is not"),
+    ("The gradient becomes exactly 0 without scaling.", "it shrinks, but stays above 0"),
+)
+
+
+def why_scale(spec, solution):
+    """Where the usual 1/sqrt(d_k) is used, the row whose softmax gradient scaling keeps
+    most alive, when the engine shows it does (without scaling that row passes back less)."""
+    if spec.scale is not None or spec.d_k < 2:
+        return None
+    given = {step.name: step.numeric for step in solution.steps if step.kind == "given"}
+    raw = attention_steps(given, spec.mask, 1.0)  # the same problem, not scaled (numpy)
+    kept = np.abs(solution.step("dscaled").numeric).sum(axis=1)
+    lost = np.abs(raw["dscaled"]).sum(axis=1)
+    rows = [i for i in range(len(kept)) if lost[i] < kept[i] and kept[i] > 1e-4]
+    if not rows:
+        return None
+    row = max(rows, key=lambda i: kept[i] - lost[i])
+    order = [int(k) for k in np.random.default_rng(zlib.crc32(spec.id.encode())).permutation(4)]
+    item = ConceptItem("why-scale", tuple(WHY_SCALE[k][0] for k in order), order.index(0),
+                       tuple(WHY_SCALE[k][1] for k in order))
+    return item, (row, solution.step("weights").numeric[row].max(), raw["weights"][row].max(),
+                  kept[row], lost[row])
 
 
 def draw_upstream(rng, candidate, decimals: int) -> dict | None:
@@ -59,7 +97,15 @@ register(QuestionType(
      r"A loss $L$ has the upstream gradient $\mathrm{d}O = \partial L / \partial O$ given above "
      r"(for $L = \sum_{ij} O_{ij} G_{ij}$ it is $G$). Push it back through the attention, one "
      r"gradient at a time, in order."),
-    prompts={"dW_Q": r"Compute the gradients of the projections: $\mathrm{d}W_Q = X^{\top} "
+    choice="{{ choice }}",
+    keys={"why-scale": answer_with_slips()},
+    prompts={"why-scale": "Token {{ part.answer[0] + 1 }}'s largest weight is "
+                          "${{ '%.4f' | format(part.answer[1]) }}$; without the scaling by "
+                          "$1/\\sqrt{d_k}$ it would be ${{ '%.4f' | format(part.answer[2]) }}$, "
+                          "and its row of $\\mathrm{d}\\tilde{S}$ would "
+                          "add up (in size) to ${{ '%.4f' | format(part.answer[4]) }}$ instead of "
+                          "${{ '%.4f' | format(part.answer[3]) }}$. Why?",
+             "dW_Q": r"Compute the gradients of the projections: $\mathrm{d}W_Q = X^{\top} "
                      r"\mathrm{d}Q$, $\mathrm{d}W_K = X^{\top} \mathrm{d}K$ and $\mathrm{d}W_V = "
                      r"X^{\top} \mathrm{d}V$.",
              "dX_Q": r"Compute $\mathrm{d}X$, one path at a time: $\mathrm{d}X^{(Q)} = \mathrm{d}Q\, "

@@ -55,6 +55,7 @@
     softmax: (step, a) => (step.by_columns ? transpose(softmaxRows(transpose(a))) : softmaxRows(a)),
     blend: (step, a, b) => matmul(a, b),
     add: (step, ...terms) => terms[0].map((row, i) => row.map((_, j) => terms.reduce((s, t) => s + t[i][j], 0))),
+    jacobian: (step, a) => a[0].map((ai, i) => a[0].map((aj, j) => ai * ((i === j ? 1 : 0) - aj))),
     "softmax-backward": (step, a, g) => a.map((row, i) => {
       const dot = row.reduce((s, x, k) => s + x * g[i][k], 0);
       return row.map((x, j) => x * (g[i][j] - dot));

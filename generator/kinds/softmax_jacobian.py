@@ -1,0 +1,74 @@
+"""Question type "softmax-jacobian": one row of attention weights a and the gradient g that
+reaches it; write softmax's Jacobian J = diag(a) - aᵀa, apply it to g, and say why each
+row of J sums to 0."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+
+import numpy as np
+
+from ..engine import Step, run, solve
+from ..questions import ConceptItem, Part, Question, answer_with_slips, lettered
+from ..steps import REGISTRY
+from . import SHOWN, QuestionType, register
+from .backward import draw_upstream
+from .row import read_row
+
+REASONS = (
+    ("The weights of a row always add up to 1: whatever a change of the scores gives one "
+     "weight, the others give up, so the changes of a row's weights add up to 0.", ""),
+    ("$J$ is symmetric, and the rows of a symmetric matrix sum to 0.",
+     "symmetry alone says nothing about the sums: the identity is symmetric"),
+    ("Softmax is linear in the scores, so its derivative has no constant part.",
+     "softmax is not linear: its derivative J depends on the weights"),
+    ("The diagonal entries are positive and the others negative, so they always cancel.",
+     "the signs alone do not make them cancel; they cancel because the weights sum to 1"),
+)
+
+
+def jacobian_question(spec) -> Question:
+    solution = solve(spec)
+    a = Step("arow", "a (given)", "given", (solution.step("weights").entries[spec.row],))
+    g = Step("grow", "g (given)", "given", (solution.step("dweights").entries[spec.row],))
+    worked = run(tuple(REGISTRY[n] for n in ("arow", "grow", "jacobian", "jvp")), spec,
+                 known={"arow": a, "grow": g})
+    order = [int(k) for k in np.random.default_rng(zlib.crc32(spec.id.encode())).permutation(4)]
+    why = ConceptItem("reason", tuple(REASONS[k][0] for k in order), order.index(0),
+                      tuple(REASONS[k][1] for k in order))
+    parts = lettered([Part("jacobian", 2, (worked.step("jacobian"),), step_marks=(2,)),
+                      Part("jvp", 2, (worked.step("jvp"),), step_marks=(2,)),
+                      Part("row-sums", 1, item=why)])
+    return Question("softmax-jacobian", spec, solution, (a, g), parts,
+                    shown=(("", "a", a), ("", "g", g)), worked_by_parts=(("", worked),))
+
+
+def draw_row_and_upstream(rng, candidate, decimals: int) -> dict | None:
+    """dO as for the backward type, and a row whose weights are not all but one near 0."""
+    drawn = draw_upstream(rng, candidate, decimals)
+    if drawn is None:
+        return None
+    rows = [i for i in range(len(candidate.x))
+            if sorted(candidate_weights(candidate)[i])[-2] >= 10.0**-decimals * 10]
+    return {**drawn, "row": rows[int(rng.integers(len(rows)))]} if rows else None
+
+
+def candidate_weights(candidate) -> np.ndarray:
+    from ..crosscheck import attention_steps
+    return attention_steps(candidate.given, candidate.mask, candidate.scale)["weights"]
+
+
+register(QuestionType(
+    "softmax-jacobian", jacobian_question, "The softmax Jacobian, by hand",
+    ("Token {{ spec.row + 1 }}'s row of attention weights $a$, and the gradient "
+     r"$g = \partial L / \partial a$ that reaches it from above:", SHOWN,
+     "Softmax couples a row: moving one score moves every weight of the row."),
+    prompts={"row-sums": "Why does every row of $J$ sum to 0?"},
+    keys={"row-sums": answer_with_slips(r"Indeed row $i$ of $J$ adds up to $a_i - a_i \sum_j a_j "
+                                        r"= a_i\,(1 - 1) = 0$.")},
+    after={"jvp": r"Entry by entry this is $a_j\,(g_j - \sum_k a_k g_k)$: the softmax backward "
+                  r"step of the backward pass, which never writes $J$ out."},
+    choice="{{ choice }}", spec_keys=("row",), read=read_row, matrices=("dO",), min_tokens=2,
+    draw_options=lambda options: replace(options, mask="none"),
+    draw_params=draw_row_and_upstream, in_default_mix=False))
