@@ -177,6 +177,11 @@ def first_working(step, decimals: int) -> str:
     if step.kind == "softmax":
         powers = ", ".join(f"e^{text(x)}" for x in w.inputs if x is not None)
         return f"row 1: {powers}, summed to {text(w.total)}."
+    if step.kind == "softmax-backward":
+        terms = [f"{text(a)}·{fmt.parenthesized(text(g))}" for a, g in zip(w.weights, w.upstream)]
+        return f"row 1's dot product {' + '.join(terms)} = {text(w.dot)}."
+    if step.kind == "jacobian":
+        return f"J[1,1] = {text(w.a_i)}·(1 - {text(w.a_j)}) = {text(w.result)}."
     if step.kind == "blend":
         terms = [f"{text(weight)}·row {k + 1}" for k, weight in enumerate(w.weights)]
         return "row 1 = " + " + ".join(terms) + "."

@@ -151,3 +151,26 @@ def test_the_softmax_jacobian_equals_autograds_and_its_rows_sum_to_zero():
                                .solution.step("dscaled").numeric[spec.row], atol=1e-12)
     assert [p.task for p in question.parts] == ["jacobian", "jvp", "row-sums"]
     assert question.marks == 5
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_drawn_gradients_equal_autograd_and_the_items_claims_hold(difficulty):
+    from dataclasses import replace
+
+    from generator.pipeline import solve_checked
+    from generator.sampling import draw_options, sample_set
+    torch = torch_or_skip()
+    options = replace(draw_options(difficulty), mask="mixed")
+    for spec in sample_set(options, 6, 8, 1, ("backward", "softmax-jacobian")):
+        question = solve_checked(spec)
+        for name, expected in autograd(torch, None, spec).items():
+            np.testing.assert_allclose(question.solution.step(name).numeric, expected.detach().numpy(),
+                                       rtol=1e-9, atol=1e-9, err_msg=f"{spec.id} {name}")
+        parts = {part.task: part for part in question.parts}
+        if "ignored-key" in parts:  # the least-attended key's row of dV is the smallest
+            key = parts["ignored-key"].answer[0]
+            sizes = np.abs(question.solution.step("dV").numeric).sum(axis=1)
+            assert sizes.argmin() == key
+        if "why-scale" in parts:  # without the scaling, that row passes back less
+            row, _, _, kept, lost = parts["why-scale"].answer
+            assert lost < kept

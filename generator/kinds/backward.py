@@ -41,6 +41,9 @@ def backward_question(spec) -> Question:
     alive = why_scale(spec, solution)
     if alive:
         parts.append(Part("why-scale", 1, item=alive[0], answer=alive[1]))
+    ignored = ignored_key(spec, solution)
+    if ignored:
+        parts.append(Part("ignored-key", 1, item=ignored[0], answer=ignored[1]))
     return Question("backward", spec, solution, given_steps(solution), lettered(parts), shown=shown)
 
 
@@ -55,6 +58,32 @@ WHY_SCALE = (
      "the scaling is linear, but softmax after it is not"),
     ("The gradient becomes exactly 0 without scaling.", "it shrinks, but stays above 0"),
 )
+
+
+# What reaches the values of a key that (almost) no query attends to.
+IGNORED = (
+    (r"It is the smallest: row $j$ of $\mathrm{d}V = A^{\top} \mathrm{d}O$ adds up the rows of "
+     r"$\mathrm{d}O$, each times how much that query attends to key $j$, and all those weights "
+     r"are small.", ""),
+    ("It is the largest: the key nobody attends to has the most to learn.",
+     "a value row only learns as much as it is used"),
+    (r"It is row $j$ of $\mathrm{d}O$.", r"that would need $A = I$"),
+    ("It is exactly 0.", "small weights are not zero: a little gradient still arrives"),
+)
+
+
+def ignored_key(spec, solution):
+    """The key with the least attention (its column of A), when its row of dV is indeed the
+    smallest and that key gets well under an even share."""
+    weights, dv = solution.step("weights").numeric, solution.step("dV").numeric
+    attention, sizes = weights.sum(axis=0), np.abs(dv).sum(axis=1)
+    key = int(np.argmin(attention))
+    if len(sizes) < 2 or int(np.argmin(sizes)) != key or attention[key] > 0.5 * attention.mean():
+        return None
+    order = [int(k) for k in np.random.default_rng(zlib.crc32(f"{spec.id}:dV".encode())).permutation(4)]
+    item = ConceptItem("ignored-key", tuple(IGNORED[k][0] for k in order), order.index(0),
+                       tuple(IGNORED[k][1] for k in order))
+    return item, (key, attention[key])
 
 
 def why_scale(spec, solution):
@@ -98,13 +127,16 @@ register(QuestionType(
      r"(for $L = \sum_{ij} O_{ij} G_{ij}$ it is $G$). Push it back through the attention, one "
      r"gradient at a time, in order."),
     choice="{{ choice }}",
-    keys={"why-scale": answer_with_slips()},
+    keys={"why-scale": answer_with_slips(), "ignored-key": answer_with_slips()},
     prompts={"why-scale": "Token {{ part.answer[0] + 1 }}'s largest weight is "
                           "${{ '%.4f' | format(part.answer[1]) }}$; without the scaling by "
                           "$1/\\sqrt{d_k}$ it would be ${{ '%.4f' | format(part.answer[2]) }}$, "
                           "and its row of $\\mathrm{d}\\tilde{S}$ would "
                           "add up (in size) to ${{ '%.4f' | format(part.answer[4]) }}$ instead of "
                           "${{ '%.4f' | format(part.answer[3]) }}$. Why?",
+             "ignored-key": "Key {{ part.answer[0] + 1 }} gets the least attention: its column of $A$ "
+                            "adds up to ${{ '%.4f' | format(part.answer[1]) }}$. What is true of row "
+                            "{{ part.answer[0] + 1 }} of $\\mathrm{d}V$?",
              "dW_Q": r"Compute the gradients of the projections: $\mathrm{d}W_Q = X^{\top} "
                      r"\mathrm{d}Q$, $\mathrm{d}W_K = X^{\top} \mathrm{d}K$ and $\mathrm{d}W_V = "
                      r"X^{\top} \mathrm{d}V$.",
