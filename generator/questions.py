@@ -9,7 +9,10 @@ only chooses which steps go where.  The helpers here are shared by the types.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from .engine import Num, Solution, Step
 from .kinds import TYPES
@@ -147,6 +150,14 @@ def the_top_key(weights: tuple[Num, ...], spec: ProblemSpec) -> int:
                         f"{spec.row + 1}'s top weight, so 'which key gets the most attention?' "
                         f"has two answers; choose another row")
     return order[0]
+
+
+def shuffled_item(topic: str, reasons: tuple[tuple[str, str], ...], seed: str) -> ConceptItem:
+    """A multiple choice of (text, slip) pairs, the first one right, in an order fixed by
+    ``seed`` (the problem's id): the same problem always shows the same order."""
+    order = [int(k) for k in np.random.default_rng(zlib.crc32(seed.encode())).permutation(len(reasons))]
+    return ConceptItem(topic, tuple(reasons[k][0] for k in order), order.index(0),
+                       tuple(reasons[k][1] for k in order))
 
 
 def answer_with_slips(why: str = "") -> str:

@@ -4,7 +4,6 @@ dK = dSᵀ Q (and, where X is given, dW_Q, dW_K, dW_V and dX), every step with i
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import replace
 
 import numpy as np
@@ -12,8 +11,8 @@ import sympy
 
 from ..crosscheck import attention_steps
 from ..engine import solve
-from ..questions import (SETUP, ConceptItem, Part, Question, answer_with_slips, given_steps,
-                         lettered, step_parts)
+from ..questions import (SETUP, Part, Question, answer_with_slips, given_steps, lettered,
+                         shuffled_item, step_parts)
 from ..steps import PIPELINE, symbol
 from . import GIVEN, SHOWN, QuestionType, register
 
@@ -80,10 +79,7 @@ def ignored_key(spec, solution):
     key = int(np.argmin(attention))
     if len(sizes) < 2 or int(np.argmin(sizes)) != key or attention[key] > 0.5 * attention.mean():
         return None
-    order = [int(k) for k in np.random.default_rng(zlib.crc32(f"{spec.id}:dV".encode())).permutation(4)]
-    item = ConceptItem("ignored-key", tuple(IGNORED[k][0] for k in order), order.index(0),
-                       tuple(IGNORED[k][1] for k in order))
-    return item, (key, attention[key])
+    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, attention[key])
 
 
 def why_scale(spec, solution):
@@ -99,9 +95,7 @@ def why_scale(spec, solution):
     if not rows:
         return None
     row = max(rows, key=lambda i: kept[i] - lost[i])
-    order = [int(k) for k in np.random.default_rng(zlib.crc32(spec.id.encode())).permutation(4)]
-    item = ConceptItem("why-scale", tuple(WHY_SCALE[k][0] for k in order), order.index(0),
-                       tuple(WHY_SCALE[k][1] for k in order))
+    item = shuffled_item("why-scale", WHY_SCALE, spec.id)
     return item, (row, solution.step("weights").numeric[row].max(), raw["weights"][row].max(),
                   kept[row], lost[row])
 

@@ -3,13 +3,10 @@ from the old ones, and say why nothing needs recomputing (permutation equivarian
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import replace
 
-import numpy as np
-
 from ..engine import Step, solve
-from ..questions import SETUP, ConceptItem, Part, Question, given_steps, lettered
+from ..questions import SETUP, ConceptItem, Part, Question, given_steps, lettered, shuffled_item
 from ..spec import SpecError, one_based
 from . import GIVEN, SHOWN, QuestionType, register
 
@@ -49,9 +46,7 @@ REASONS = (
 
 
 def _reasons(spec) -> ConceptItem:
-    order = [int(k) for k in np.random.default_rng(zlib.crc32(spec.id.encode())).permutation(4)]
-    return ConceptItem("reason", tuple(REASONS[k][0] for k in order), order.index(0),
-                       tuple(REASONS[k][1] for k in order))
+    return shuffled_item("reason", REASONS, spec.id)
 
 
 def permuted(step: Step, order: list[int], columns_too: bool) -> Step:

@@ -4,13 +4,12 @@ row of J sums to 0."""
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import replace
 
 import numpy as np
 
 from ..engine import Step, run, solve
-from ..questions import ConceptItem, Part, Question, answer_with_slips, lettered
+from ..questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from ..steps import REGISTRY
 from . import SHOWN, QuestionType, register
 from .backward import draw_upstream
@@ -34,9 +33,7 @@ def jacobian_question(spec) -> Question:
     g = Step("grow", "g (given)", "given", (solution.step("dweights").entries[spec.row],))
     worked = run(tuple(REGISTRY[n] for n in ("arow", "grow", "jacobian", "jvp")), spec,
                  known={"arow": a, "grow": g})
-    order = [int(k) for k in np.random.default_rng(zlib.crc32(spec.id.encode())).permutation(4)]
-    why = ConceptItem("reason", tuple(REASONS[k][0] for k in order), order.index(0),
-                      tuple(REASONS[k][1] for k in order))
+    why = shuffled_item("reason", REASONS, spec.id)
     parts = lettered([Part("jacobian", 2, (worked.step("jacobian"),), step_marks=(2,)),
                       Part("jvp", 2, (worked.step("jvp"),), step_marks=(2,)),
                       Part("row-sums", 1, item=why)])
