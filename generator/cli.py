@@ -28,7 +28,7 @@ from .exact import parse_exact
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused, describe
-from .paper import DocumentInfo, Paper, answer_keys, question_papers
+from .paper import HEADER_FIELDS, DocumentInfo, Paper, answer_keys, header_fields, question_papers
 from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
@@ -36,14 +36,11 @@ from .render import ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
 from .kinds import default_mix, type_names
-from .spec import SpecError, parse_toml, read_user_file
+from .spec import SpecError
 
 MAX_SEED = 10**18
 EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
 MAX_DECIMALS = 10
-MAX_HEADER_TEXT = 500
-HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
-MAX_EXTRA_FIELDS = 20
 DRAW_OPTIONS = ("difficulty", "tokens", "d_model", "dk", "dv", "embeddings", "weights", "mask",
                 "types", "scale")
 EXIT_INTERRUPTED = 130
@@ -164,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         check_options(args)
         inputs = input_files(args)
         folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
-        info_fields = header_fields(args)
+        info_fields = header_fields(args.config, {name: getattr(args, name) for name in HEADER_FIELDS})
         roster = load_roster(args.students) if args.students else None
         students = roster.students if roster else None
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
@@ -315,32 +312,6 @@ def pdfs_with_progress(sources: dict[str, str], folder: Path, questions: list[Pa
     from tqdm import tqdm
     with tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False) as bar:
         return build_pdfs(sources, folder, questions, keys, on_done=lambda name: bar.update())
-
-
-def header_fields(args: argparse.Namespace) -> dict:
-    """Header texts: from --config first, then each option given on the command line; a
-    config's [extra] table (for a teacher's own templates) arrives as ``extra``."""
-    fields = load_header_config(args.config) if args.config else {}
-    fields.update({name: getattr(args, name) for name in HEADER_FIELDS
-                   if getattr(args, name) is not None})
-    extra = fields.pop("extra", {})
-    for name, text in [*fields.items(), *((f"extra.{k}", v) for k, v in extra.items())]:
-        if not isinstance(text, str) or len(text) > MAX_HEADER_TEXT:
-            raise UsageError(f"{name} must be text of at most {MAX_HEADER_TEXT} characters")
-    return {**fields, "extra": tuple(sorted(extra.items()))} if extra else fields
-
-
-def load_header_config(path: Path) -> dict:
-    config = parse_toml(read_user_file(path, "the header config"), path)
-    unknown = sorted(set(config) - set(HEADER_FIELDS) - {"extra"})
-    if unknown:
-        raise UsageError(f"--config {path}: unknown key {unknown[0]!r} (known: "
-                         f"{', '.join(HEADER_FIELDS)}, and an [extra] table for your templates)")
-    extra = config.get("extra", {})
-    if not isinstance(extra, dict) or len(extra) > MAX_EXTRA_FIELDS:
-        raise UsageError(f"--config {path}: [extra] must be a table of at most "
-                         f"{MAX_EXTRA_FIELDS} texts, e.g. room = \"B12\"")
-    return config
 
 
 def check_options(args: argparse.Namespace) -> None:

@@ -1,18 +1,21 @@
 """Stage 3 helper: lay questions out as exam papers, numbered, with their marks and length.
 
 The questions module decides each question's parts and marks; this module only
-numbers the problems of a paper, decides who sits which version, and estimates
-how long a part takes by hand and how much room it needs.  Every renderer takes
-the same layout, so question papers and keys always number alike.
+numbers the problems of a paper, decides who sits which version, estimates how
+long a part takes by hand and how much room it needs, and reads the header texts
+every paper prints.  Every renderer takes the same layout, so question papers and
+keys always number alike.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from .questions import Question
 from .roster import Student
+from .spec import SpecError, parse_toml, read_user_file
 
 
 # Seconds a student takes by hand, with a calculator, for each thing a step asks them to write.
@@ -154,3 +157,34 @@ def question_papers(sets: dict[int, list[Question]], students: list[Student] | N
 
 def answer_keys(sets: dict[int, list[Question]]) -> list[Paper]:
     return [Paper(n, v, lay_out(sets[v])) for n, v in enumerate(sorted(sets), start=1)]
+
+
+# The header a paper prints: from --config first, then each option given on the command line.
+HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
+MAX_HEADER_TEXT = 500
+MAX_EXTRA_FIELDS = 20
+
+
+def header_fields(config: Path | None, given: dict) -> dict:
+    """The header texts: a --config file's, then each one given on the command line; a
+    config's [extra] table (for a teacher's own templates) arrives as ``extra``."""
+    fields = _header_config(config) if config else {}
+    fields.update({name: text for name, text in given.items() if text is not None})
+    extra = fields.pop("extra", {})
+    for name, text in [*fields.items(), *((f"extra.{k}", v) for k, v in extra.items())]:
+        if not isinstance(text, str) or len(text) > MAX_HEADER_TEXT:
+            raise SpecError(f"{name} must be text of at most {MAX_HEADER_TEXT} characters")
+    return {**fields, "extra": tuple(sorted(extra.items()))} if extra else fields
+
+
+def _header_config(path: Path) -> dict:
+    config = parse_toml(read_user_file(path, "the header config"), path)
+    unknown = sorted(set(config) - set(HEADER_FIELDS) - {"extra"})
+    if unknown:
+        raise SpecError(f"--config {path}: unknown key {unknown[0]!r} (known: "
+                        f"{', '.join(HEADER_FIELDS)}, and an [extra] table for your templates)")
+    extra = config.get("extra", {})
+    if not isinstance(extra, dict) or len(extra) > MAX_EXTRA_FIELDS:
+        raise SpecError(f"--config {path}: [extra] must be a table of at most "
+                        f"{MAX_EXTRA_FIELDS} texts, e.g. room = \"B12\"")
+    return config
