@@ -80,8 +80,12 @@ def _given_error(name: str, value: np.ndarray, spec, u: float) -> np.ndarray:
     from a shown, rounded matrix, unless it has no more places than are shown."""
     if name in spec.matrices:
         return np.zeros_like(value)
-    exact = np.abs(np.round(value / (2 * u)) * 2 * u - value) < 1e-12
-    return np.where(exact, 0.0, u)
+    return np.where(_shown_exactly(value, u), 0.0, u)
+
+
+def _shown_exactly(value, u: float):
+    """Whether a value has no more decimals than are shown (half a unit ``u``)."""
+    return np.abs(np.round(value / (2 * u)) * 2 * u - value) < 1e-12
 
 
 def propagate(step, inputs: list[np.ndarray], errors: list[np.ndarray], u: float, spec) -> np.ndarray:
@@ -107,10 +111,10 @@ def _scaling(step, inputs, errors, u, spec):
         return e / spec.d_k
     if spec.scale is None:  # x / sqrt(d_k), with sqrt(d_k) written to the shown places
         divisor = np.sqrt(spec.d_k)
-        written = 0.0 if float(divisor).is_integer() else u
+        written = 0.0 if _shown_exactly(divisor, u) else u
         return e / divisor + np.abs(x) * written / divisor**2
     factor = float(spec.scale)
-    written = 0.0 if abs(round(factor / (2 * u)) * 2 * u - factor) < 1e-12 else u
+    written = 0.0 if _shown_exactly(factor, u) else u
     return abs(factor) * e + np.abs(x) * written
 
 
@@ -170,10 +174,6 @@ def _jacobian(step, inputs, errors, u, spec):
 RULES = {"product": _product, "blend": _product, "scaling": _scaling, "masking": _masking,
          "softmax": _softmax, "add": _add, "concat": _concat,
          "softmax-backward": _softmax_backward, "jacobian": _jacobian}
-
-
-def _finite(values: np.ndarray) -> np.ndarray:
-    return values.astype(float)
 
 
 def _bounded(error: np.ndarray) -> np.ndarray:

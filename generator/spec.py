@@ -179,7 +179,7 @@ def _check_question(spec: ProblemSpec, kind, where: str) -> None:
     """A further matrix (W_O) only with the type that takes it; then the type's own rules."""
     for name in spec.matrices:
         if name not in FROM_EMBEDDINGS + FROM_PROJECTIONS and name not in kind.matrices \
-                and not steps.REGISTRY[name].name in steps.PIPELINE:
+                and name not in steps.PIPELINE:
             takers = [k.name for k in kinds.TYPES.values() if name in k.matrices]
             raise SpecError(f"{where}: {name} goes with type {' or '.join(takers) or 'none'}, "
                             f"and only there")

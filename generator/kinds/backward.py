@@ -101,8 +101,14 @@ def why_scale(spec, solution):
 
 
 def draw_upstream(rng, candidate, decimals: int) -> dict | None:
+    drawn = upstream_and_steps(rng, candidate, decimals)
+    return drawn and drawn[0]
+
+
+def upstream_and_steps(rng, candidate, decimals: int) -> tuple[dict, dict] | None:
     """dO of small halves, no row of it zero, and a softmax gradient that shows at the
-    printed decimals (weights of 0 and 1 would pass no gradient back)."""
+    printed decimals (weights of 0 and 1 would pass no gradient back); with the candidate's
+    steps in numpy, for a type that chooses more from them."""
     rows, columns = len(candidate.x), candidate.w_v.shape[1]
     upstream = rng.choice(UPSTREAM, size=(rows, columns))
     if not np.abs(upstream).sum(axis=1).all():
@@ -111,7 +117,7 @@ def draw_upstream(rng, candidate, decimals: int) -> dict | None:
     if np.abs(steps["dscaled"]).max() < 10.0**-decimals:
         return None
     exact = tuple(tuple(sympy.Rational(int(round(2 * v)), 2) for v in row) for row in upstream)
-    return {"matrices": {"dO": exact}}
+    return {"matrices": {"dO": exact}}, steps
 
 
 register(QuestionType(

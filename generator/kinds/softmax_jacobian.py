@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from ..engine import Step, run, solve
 from ..questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from ..steps import REGISTRY
 from . import SHOWN, QuestionType, register
-from .backward import draw_upstream
+from .backward import upstream_and_steps
 from .row import read_row
 
 REASONS = (
@@ -43,17 +41,12 @@ def jacobian_question(spec) -> Question:
 
 def draw_row_and_upstream(rng, candidate, decimals: int) -> dict | None:
     """dO as for the backward type, and a row whose weights are not all but one near 0."""
-    drawn = draw_upstream(rng, candidate, decimals)
+    drawn = upstream_and_steps(rng, candidate, decimals)
     if drawn is None:
         return None
-    rows = [i for i in range(len(candidate.x))
-            if sorted(candidate_weights(candidate)[i])[-2] >= 10.0**-decimals * 10]
-    return {**drawn, "row": rows[int(rng.integers(len(rows)))]} if rows else None
-
-
-def candidate_weights(candidate) -> np.ndarray:
-    from ..crosscheck import attention_steps
-    return attention_steps(candidate.given, candidate.mask, candidate.scale)["weights"]
+    params, steps = drawn
+    rows = [i for i, row in enumerate(steps["weights"]) if sorted(row)[-2] >= 10.0**-decimals * 10]
+    return {**params, "row": rows[int(rng.integers(len(rows)))]} if rows else None
 
 
 register(QuestionType(
