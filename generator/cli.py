@@ -18,7 +18,6 @@ import secrets
 import signal
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jinja2
@@ -28,8 +27,8 @@ from .exact import parse_exact
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused, describe
-from .paper import HEADER_FIELDS, DocumentInfo, Paper, answer_keys, header_fields, question_papers
-from .pdf import SplitError, TexError, TexMissing, build_pdfs, require_tex
+from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
+from .pdf import PdfBuild, SplitError, TexError, TexMissing, require_tex
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
 from .render import ignored_overrides
@@ -199,25 +198,30 @@ def exponent_table(args, sets) -> dict:
 def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
                      notes: list[str]) -> dict:
     """Every output file's content, keyed by its path in the output folder; what the teacher
-    should know (a character no font has) is added to ``notes``."""
-    rendering = Rendering(sets, question_papers(sets, students), answer_keys(sets), info,
-                          args.templates)
-    documents = FORMATS["tex"].write(rendering)  # first: the PDFs are made from these sources
-    with ThreadPoolExecutor(max_workers=1) as background:
-        # TeX runs in its own processes while Python renders the other formats.
-        pdfs = (background.submit(pdfs_with_progress, dict(documents), folder.workspace("tex"),
-                                  rendering.papers, len(rendering.keys)) if args.pdf else None)
+    should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
+    document as soon as it is rendered, and runs while Python renders the other formats."""
+    questions, keys = question_papers(sets, students), answer_keys(sets)
+    pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
+                     on_done=tex_progress(2)) if args.pdf else None)
+    rendering = Rendering(sets, questions, keys, info, args.templates,
+                          pdfs.stream if pdfs else None)
+    try:
+        documents = dict(FORMATS["tex"].write(rendering))
         for driver in chosen(args.format):
             if driver.name != "tex":
                 documents.update(driver.write(rendering))
+    except BaseException:
         if pdfs:
-            built, pdf_notes = finished_pdfs(pdfs, folder)
-            documents.update(built)
-            notes.extend(pdf_notes)
+            pdfs.abort()
+        raise
+    if pdfs:
+        built, pdf_notes = finished_pdfs(pdfs, folder)
+        documents.update(built)
+        notes.extend(pdf_notes)
     return documents
 
 
-def finished_pdfs(pdfs, folder: OutputFolder) -> tuple[dict[str, bytes], list[str]]:
+def finished_pdfs(pdfs: PdfBuild, folder: OutputFolder) -> tuple[dict, list[str]]:
     try:
         return pdfs.result()
     except TexError as error:  # keep the sources and log where the teacher can look
@@ -304,14 +308,13 @@ def comma_list(allowed: tuple[str, ...], what: str):
     return parse
 
 
-def pdfs_with_progress(sources: dict[str, str], folder: Path, questions: list[Paper] | None,
-                       keys: int) -> tuple[dict[str, bytes], list[str]]:
-    """build_pdfs, with a progress bar of the TeX runs when stderr is a terminal."""
+def tex_progress(documents: int):
+    """A progress bar of the TeX runs when stderr is a terminal and they take over a second."""
     if not sys.stderr.isatty():
-        return build_pdfs(sources, folder, questions, keys)
+        return lambda name: None
     from tqdm import tqdm
-    with tqdm(total=len(sources), desc="compiling PDFs", unit="file", leave=False) as bar:
-        return build_pdfs(sources, folder, questions, keys, on_done=lambda name: bar.update())
+    bar = tqdm(total=documents, desc="compiling PDFs", unit="file", leave=False, delay=1.0)
+    return lambda name: bar.update()
 
 
 def check_options(args: argparse.Namespace) -> None:

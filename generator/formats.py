@@ -31,6 +31,7 @@ class Rendering:
     keys: list[Paper]
     info: DocumentInfo
     templates: Path | None = None
+    tex_stream: Callable | None = None  # the PDF build's: LaTeX goes to TeX as it is rendered
 
     @property
     def papers(self) -> list[Paper] | None:
@@ -73,7 +74,8 @@ def owned_folders() -> set[str]:
 PDF_FILES = ("questions.pdf", "answers.pdf")
 PDF_FOLDERS = ("papers", "keys")
 
-register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates),
+register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates,
+                                              r.tex_stream),
                 always=True, files=("questions.tex", "answers.tex"),
                 help="the LaTeX sources (always written)"))
 register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates),

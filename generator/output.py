@@ -132,7 +132,7 @@ class OutputFolder:
 
     # -- committing: after everything is solved and rendered -------------------------------
 
-    def commit(self, documents: dict[str, str | bytes], inputs: list[Path] = ()) -> list[Path]:
+    def commit(self, documents: dict[str, str | bytes | Path], inputs: list[Path] = ()) -> list[Path]:
         """Replace the current set with ``documents`` (relative path -> content), all or nothing."""
         staged = self.workspace("staged")
         try:
@@ -269,9 +269,20 @@ def _roll_back(root: Path, backup: Path, changes: dict) -> None:
     shutil.rmtree(backup, ignore_errors=True)
 
 
-def _write_file(path: Path, content: str | bytes, mode: int, atomic: bool = False) -> None:
-    data = content.encode("utf-8") if isinstance(content, str) else content
+def _write_file(path: Path, content: str | bytes | Path, mode: int, atomic: bool = False) -> None:
+    """Write ``content`` (or move the file it names, already written in this run's work
+    folder) to ``path``, with ``mode``, and make it durable."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, Path):
+        os.replace(content, path)
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fchmod(descriptor, mode)
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        return
+    data = content.encode("utf-8") if isinstance(content, str) else content
     written = path.with_name(path.name + ".tmp") if atomic else path
     descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as stream:

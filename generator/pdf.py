@@ -13,17 +13,24 @@ the pages the templates log, so many papers never mean many TeX runs.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
+import queue
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from .paper import Paper
-from .typesetting import FONT_PACKAGES, engine_of, missing_characters
+from .texformat import BEGIN_DOCUMENT, format_for, preamble_of
+from .typesetting import FONT_PACKAGES, engine_of, missing_characters, needs_unicode
 
 TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
 UNICODE_PACKAGES = f"texlive-luatex {FONT_PACKAGES}"
@@ -64,23 +71,210 @@ class Compiled:
     log: str
 
 
+class PdfBuild:
+    """The TeX runs of one output set.  Each document is compiled as soon as it is given
+    (``add``), while Python goes on with the other formats; at most as many at once as
+    there are cores.  With a versioned run's question papers, questions.pdf is cut into
+    one PDF per paper (papers/) and answers.pdf into one per version (keys/) as soon as
+    each is compiled.  ``result`` waits for them all."""
+
+    def __init__(self, folder: Path, questions: list[Paper] | None = None, keys: int = 0,
+                 on_done=lambda name: None):
+        require_tex()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.questions, self.keys, self.on_done = folder, questions, keys, on_done
+        self.runs = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1))
+        self.started: dict[str, Future] = {}
+        self.streams: list[TexStream] = []
+
+    def stream(self, name: str) -> "TexStream":
+        """A document TeX reads while it is still being rendered (see ``TexStream``)."""
+        self.streams.append(TexStream(self, name))
+        return self.streams[-1]
+
+    def abort(self) -> None:
+        """The run failed elsewhere: every TeX run is stopped, nothing is waited for."""
+        for stream in self.streams:
+            stream.abandon()
+        stop_all()
+        self.runs.shutdown(wait=False, cancel_futures=True)
+
+    def add(self, name: str, source: str) -> None:
+        engine = engine_of(source)
+        if engine == "lualatex" and not lualatex_ready():
+            raise TexMissing(UNICODE_HINT)
+        (self.folder / name).write_text(source, encoding="utf-8")
+        self.started[name] = self.runs.submit(self._compile, name, source, engine)
+
+    def result(self) -> tuple[dict[str, bytes | Path], list[str]]:
+        """Every PDF (a path where it was written straight to disk), and notes on the
+        characters no font had.  The first failure is raised; the other runs are stopped."""
+        pdfs, notes = {}, []
+        try:
+            for future in self.started.values():
+                made, made_notes = future.result()
+                pdfs.update(made)
+                notes += made_notes
+        except BaseException:
+            self.abort()
+            raise
+        self.runs.shutdown()
+        return pdfs, notes
+
+    def _compile(self, name: str, source: str, engine: str):
+        fmt = format_for(source, tex_environment()) if engine == "pdflatex" else None
+        return self.finished(name, run_tex(engine, self.folder, name, fmt))
+
+    def finished(self, name: str, document: Compiled):
+        """A compiled document's PDF (cut into papers in a versioned run) and its notes."""
+        pdf_name = Path(name).with_suffix(".pdf").name
+        self.on_done(name)
+        notes = [missing_note(pdf_name, paper, character, self.questions)
+                 for paper, character in dict.fromkeys(missing_characters(document.log))]
+        made: dict[str, bytes | Path] = {pdf_name: document.pdf}
+        if self.questions is not None and pdf_name in SPLIT_INTO:
+            folder, count = SPLIT_INTO[pdf_name], (len(self.questions) if pdf_name ==
+                                                   "questions.pdf" else self.keys)
+            names = ([f"papers/{paper_file_name(paper)}" for paper in self.questions]
+                     if folder == "papers" else
+                     [f"keys/version-{number:02d}.pdf" for number in range(1, count + 1)])
+            made.update(split_papers(document, pdf_name, names, self.folder / folder))
+        return made, notes
+
+
+SPLIT_INTO = {"questions.pdf": "papers", "answers.pdf": "keys"}
+FIFO_OPEN_TIMEOUT_SECONDS = 60
+
+
+class TexStream:
+    """A LaTeX document that pdflatex typesets while Python is still rendering it.
+
+    The document's file is a named pipe: once the preamble is rendered, pdflatex starts
+    (from the cached format when there is one) and reads each chunk as it comes, so its
+    work overlaps Python's.  TeX reads the same characters as from a file, so the PDF is
+    the same, byte for byte.  A chunk with a character pdflatex cannot typeset abandons
+    the stream: the finished source then goes the ordinary way (LuaLaTeX).  ``close``
+    hands over the whole source; the pipe is then replaced by the file itself."""
+
+    def __init__(self, build: PdfBuild, name: str):
+        self.build, self.name = build, name
+        self.head: list[str] = []  # chunks before TeX starts, up to the end of the preamble
+        self.chunks: queue.SimpleQueue | None = None
+        self.future: Future | None = None
+        self.abandoned = False
+
+    def write(self, chunk: str) -> None:
+        if self.abandoned:
+            return
+        if needs_unicode(chunk):
+            self.abandon()
+        elif self.chunks is not None:
+            self.chunks.put(chunk)
+        else:
+            self.head.append(chunk)
+            self._start()
+
+    def close(self, source: str) -> None:
+        if self.chunks is None or self.abandoned:
+            self._wait_abandoned()
+            self.build.add(self.name, source)
+            return
+        self.source = source
+        self.chunks.put(None)
+
+    def _start(self) -> None:
+        text = "".join(self.head)
+        if BEGIN_DOCUMENT not in text:
+            return
+        self.chunks = queue.SimpleQueue()
+        self.chunks.put(text)
+        self.head = []
+        self.future = self.build.runs.submit(self._typeset, preamble_of(text))
+        self.build.started[self.name] = self.future
+
+    def abandon(self) -> None:
+        self.abandoned = True
+        if self.chunks is not None:
+            self.chunks.put(ABANDON)
+
+    def _wait_abandoned(self) -> None:
+        if self.future is not None:
+            self.build.started.pop(self.name, None)
+            self.future.result()  # the abandoned run has ended and removed its pipe
+
+    def _typeset(self, preamble: str):
+        """In a TeX thread: run pdflatex on the pipe, feeding it the chunks as they come."""
+        folder, tex = self.build.folder, self.build.folder / self.name
+        fmt = format_for(preamble + BEGIN_DOCUMENT, tex_environment())
+        os.mkfifo(tex, 0o600)
+        try:
+            with _running(tex_command("pdflatex", self.name, fmt, streamed=True), folder) as process:
+                if not self._feed(tex, process):
+                    return None
+                try:
+                    code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    raise TexError(self.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder,
+                                   "pdflatex") from None
+        finally:
+            tex.unlink(missing_ok=True)
+        tex.write_text(self.source, encoding="utf-8")
+        if code != 0 or not tex.with_suffix(".pdf").exists():
+            if fmt is not None:  # a format that fails is never used again
+                fmt.unlink(missing_ok=True)
+            document = run_tex("pdflatex", folder, self.name)  # again from the file: a failure
+            # there is reported with its log, and a format's failure costs only time
+        else:
+            document = read_compiled(tex)
+        return self.build.finished(self.name, document)
+
+    def _feed(self, tex: Path, process: subprocess.Popen) -> bool:
+        """Write every chunk into the pipe; False when the stream was abandoned."""
+        pipe = _open_pipe(tex, process)
+        try:
+            while (chunk := self.chunks.get()) is not None:
+                if chunk is ABANDON:
+                    return False
+                if pipe is not None:
+                    try:
+                        pipe.write(chunk.encode("utf-8"))
+                    except BrokenPipeError:  # TeX stopped at an error: its log says which
+                        pipe = None
+        finally:
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except BrokenPipeError:
+                    pass
+        return True
+
+
+ABANDON = object()
+
+
+def _open_pipe(tex: Path, process: subprocess.Popen):
+    """The pipe's writing end, once TeX has opened its reading end (None if TeX ended first)."""
+    deadline = time.monotonic() + FIFO_OPEN_TIMEOUT_SECONDS
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            descriptor = os.open(tex, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            time.sleep(0.002)
+            continue
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "wb", buffering=1 << 16)
+    return None
+
+
 def build_pdfs(sources: dict[str, str], folder: Path, questions: list[Paper] | None = None,
-               keys: int = 0, on_done=lambda name: None) -> tuple[dict[str, bytes], list[str]]:
-    """questions.pdf and answers.pdf, compiled in ``folder``; given the question papers of a
-    versioned run and the number of keys, also one PDF per paper (papers/) and per
-    version's key (keys/), cut from those two.  Also notes on characters no font had."""
-    compiled = compile_pdfs(sources, folder, on_done)
-    pdfs = {name: document.pdf for name, document in compiled.items()}
-    notes = [missing_note(name, paper, character, questions)
-             for name, document in compiled.items()
-             for paper, character in dict.fromkeys(missing_characters(document.log))]
-    if questions is not None:
-        papers = split_papers(compiled["questions.pdf"], "questions.pdf", len(questions))
-        for paper, pdf in zip(questions, papers):
-            pdfs[f"papers/{paper_file_name(paper)}"] = pdf
-        for number, pdf in enumerate(split_papers(compiled["answers.pdf"], "answers.pdf", keys), 1):
-            pdfs[f"keys/version-{number:02d}.pdf"] = pdf
-    return pdfs, notes
+               keys: int = 0, on_done=lambda name: None) -> tuple[dict[str, bytes | Path], list[str]]:
+    """questions.pdf and answers.pdf, compiled in ``folder`` (see ``PdfBuild``)."""
+    build = PdfBuild(folder, questions, keys, on_done)
+    for name, source in sources.items():
+        build.add(name, source)
+    return build.result()
 
 
 def missing_note(document: str, paper: int, character: str, questions: list[Paper] | None) -> str:
@@ -106,21 +300,17 @@ def require_tex() -> None:
         raise TexMissing(INSTALL_HINT)
 
 
-def compile_pdfs(sources: dict[str, str], folder: Path | None = None,
-                 on_done=lambda name: None) -> dict[str, Compiled]:
+def compile_pdfs(sources: dict[str, str], folder: Path | None = None) -> dict[str, Compiled]:
     """Compile every ``name.tex`` source in ``folder`` (by default a temporary one, removed
     afterwards); return ``name.pdf`` -> its PDF and log."""
-    require_tex()
     if folder is None:
         with tempfile.TemporaryDirectory(prefix="gen-problems-tex-") as temporary:
-            return compile_pdfs(sources, Path(temporary), on_done)
-    folder.mkdir(parents=True, exist_ok=True)
-    engines = {name: engine_of(text) for name, text in sources.items()}
-    if "lualatex" in engines.values() and not lualatex_ready():
-        raise TexMissing(UNICODE_HINT)
-    for name, text in sources.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return _run_all(engines, folder, on_done)
+            return compile_pdfs(sources, Path(temporary))
+    build = PdfBuild(folder)
+    for name, source in sources.items():
+        build.add(name, source)
+    build.result()
+    return {Path(name).with_suffix(".pdf").name: read_compiled(folder / name) for name in sources}
 
 
 def lualatex_ready() -> bool:
@@ -131,47 +321,71 @@ def lualatex_ready() -> bool:
     return bool(found.stdout.strip())
 
 
-def _run_all(engines: dict[str, str], folder: Path, on_done) -> dict[str, Compiled]:
-    """Run each file's engine on it, as many at once as there are cores."""
-    pending, running, pdfs = list(engines), {}, {}
-    limit = max(2, os.cpu_count() or 1)
-    try:
-        while pending or running:
-            while pending and len(running) < limit:
-                name = pending.pop(0)
-                running[name] = _start(shutil.which(engines[name]), folder, name)
-            name, process = next(iter(running.items()))
-            _wait(process, folder / name, engines[name])
-            del running[name]
-            tex = folder / name
-            pdfs[tex.with_suffix(".pdf").name] = Compiled(
-                tex.with_suffix(".pdf").read_bytes(),
-                tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"))
-            on_done(name)
-    finally:
-        for process in running.values():
-            process.kill()
-    return pdfs
+def tex_environment() -> dict[str, str]:
+    return {"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ, **TEX_ENVIRONMENT}
 
 
-def _start(engine: str, folder: Path, name: str) -> subprocess.Popen:
-    command = [engine, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-               "-file-line-error", name]
-    return subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ,
-                                 **TEX_ENVIRONMENT})
+def run_tex(engine: str, folder: Path, name: str, fmt: Path | None = None) -> Compiled:
+    """One TeX run on ``folder/name``, from the cached format when there is one.  A run
+    that fails with a format is tried once more without it, so a format can only ever
+    cost time, and the format is dropped."""
+    if fmt is not None:
+        try:
+            return _run_once(engine, folder, name, fmt)
+        except TexError:
+            fmt.unlink(missing_ok=True)
+    return _run_once(engine, folder, name, None)
 
 
-def _wait(process: subprocess.Popen, tex: Path, engine: str) -> None:
-    try:
-        code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise TexError(tex.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", tex.parent,
-                       engine) from None
+def _run_once(engine: str, folder: Path, name: str, fmt: Path | None) -> Compiled:
+    tex = folder / name
+    tex.with_suffix(".pdf").unlink(missing_ok=True)
+    with _running(tex_command(engine, name, fmt), folder) as process:
+        try:
+            code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise TexError(name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder, engine) from None
     if code != 0 or not tex.with_suffix(".pdf").exists():
-        raise TexError(tex.name, log_errors(tex.with_suffix(".log")), tex.parent, engine)
+        raise TexError(name, log_errors(tex.with_suffix(".log")), folder, engine)
+    return read_compiled(tex)
+
+
+def tex_command(engine: str, name: str, fmt: Path | None, streamed: bool = False) -> list[str]:
+    # A pipe can be read once: TeX must not read its first line to look for a %&format line.
+    return [shutil.which(engine), "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+            "-file-line-error", *(["-no-parse-first-line"] if streamed else []),
+            *([f"-fmt={fmt.with_suffix('')}"] if fmt else []), name]
+
+
+RUNNING: set[subprocess.Popen] = set()  # stopped at once when the run fails or is interrupted
+RUNNING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _running(command: list[str], folder: Path):
+    process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=tex_environment())
+    with RUNNING_LOCK:
+        RUNNING.add(process)
+    try:
+        yield process
+    finally:
+        process.kill() if process.poll() is None else None
+        process.wait()
+        with RUNNING_LOCK:
+            RUNNING.discard(process)
+
+
+def stop_all() -> None:
+    with RUNNING_LOCK:
+        for process in RUNNING:
+            process.kill()
+
+
+def read_compiled(tex: Path) -> Compiled:
+    return Compiled(tex.with_suffix(".pdf").read_bytes(),
+                    tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"))
 
 
 def log_errors(log: Path, context: int = 3) -> str:
@@ -190,23 +404,26 @@ def log_errors(log: Path, context: int = 3) -> str:
 PAPER_START = re.compile(r"^gen-problems: paper (\d+) starts after page (\d+)$", re.MULTILINE)
 
 
-def split_papers(document: Compiled, name: str, expected: int) -> list[bytes]:
-    """Cut a compiled document into its papers, at the page each paper's template logged."""
+def split_papers(document: Compiled, name: str, names: list[str], folder: Path) -> dict[str, Path]:
+    """Cut a compiled document into its papers, at the page each paper's template logged;
+    each paper is written to ``folder`` as it is cut, so a class's PDFs never sit in memory."""
     from pypdf import PdfReader, PdfWriter  # only needed for versions; keeps start-up short
 
     starts = [int(page) for _, page in PAPER_START.findall(document.log)]
-    if len(starts) != expected or starts != sorted(starts):
-        raise SplitError(f"{name}: {expected} papers, but the TeX log marks {len(starts)} paper "
+    if len(starts) != len(names) or starts != sorted(starts):
+        raise SplitError(f"{name}: {len(names)} papers, but the TeX log marks {len(starts)} paper "
                          f"starts; a custom paper.tex.j2 must keep the \\typeout line that "
                          f"marks where each paper begins")
     reader = PdfReader(io.BytesIO(document.pdf))
     ends = starts[1:] + [len(reader.pages)]
-    papers = []
-    for start, end in zip(starts, ends):
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for paper_name, start, end in zip(names, starts, ends):
         writer = PdfWriter()
         for page in reader.pages[start:end]:
             writer.add_page(page)
-        buffer = io.BytesIO()
-        writer.write(buffer)
-        papers.append(buffer.getvalue())
-    return papers
+        path = folder / Path(paper_name).name
+        with open(path, "wb") as stream:
+            writer.write(stream)
+        written[paper_name] = path
+    return written

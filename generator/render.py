@@ -19,6 +19,7 @@ import difflib
 import os
 from functools import partial
 from pathlib import Path
+from typing import Iterator
 
 import jinja2
 import jinja2.sandbox
@@ -48,22 +49,24 @@ def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInf
 
 
 def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                 user_templates: Path | None = None) -> dict[str, str]:
-    """The question papers and the answer keys as LaTeX sources, keyed by file name.
+                 user_templates: Path | None = None, stream=None) -> Iterator[tuple[str, str]]:
+    """The answer keys and the question papers as LaTeX sources: (file name, source) pairs.
+    The key comes first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each
+    source is also handed to TeX chunk by chunk while it is rendered.
 
     A document is rendered for pdflatex; when it then holds a character pdflatex cannot
     typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
     LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
     environment = latex_environment(info.decimals, user_templates)
-    sources = _render_pair(environment, "latex", "tex", questions, keys, info,
-                           typesetting=PDFLATEX)
-    for name, source in sources.items():
+    for name, papers in (("answers.tex", keys), ("questions.tex", questions)):
+        sink = stream(name) if stream else None
+        source = _render(environment, "latex", name, papers, info, sink, typesetting=PDFLATEX)
         typesetting = typesetting_for(source)
         if typesetting.unicode:
-            papers = questions if name.startswith("questions") else keys
-            sources[name] = _render(environment, "latex", name, papers, info,
-                                    typesetting=typesetting)
-    return sources
+            source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
+        if sink:
+            sink.close(source)
+        yield name, source
 
 
 def _render_pair(environment, folder, suffix, questions, keys, info, **extra) -> dict[str, str]:
@@ -73,10 +76,23 @@ def _render_pair(environment, folder, suffix, questions, keys, info, **extra) ->
             for document, papers in (("questions", questions), ("answers", keys))}
 
 
-def _render(environment, folder: str, name: str, papers, info, **extra) -> str:
+STREAM_BATCH = 256  # template chunks per write to TeX: a few kilobytes
+
+
+def _render(environment, folder: str, name: str, papers, info, sink=None, **extra) -> str:
+    """A document's text; with a ``sink``, also written to it chunk by chunk as rendered."""
     template = environment.get_template(f"{folder}/{name}.j2")
     try:
-        return template.render(papers=papers, info=info, **extra)
+        if sink is None:
+            return template.render(papers=papers, info=info, **extra)
+        chunks, sent = [], 0
+        for chunk in template.generate(papers=papers, info=info, **extra):
+            chunks.append(chunk)
+            if len(chunks) - sent == STREAM_BATCH:
+                sink.write("".join(chunks[sent:]))
+                sent = len(chunks)
+        sink.write("".join(chunks[sent:]))
+        return "".join(chunks)
     except jinja2.TemplateError:
         raise
     except Exception as error:  # a filter given the wrong kind of value, say by a user's template

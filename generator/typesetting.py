@@ -76,6 +76,11 @@ def typeset_with_pdflatex(character: str) -> bool:
     return any(low <= code <= high for low, high in PDFLATEX_RANGES)
 
 
+def needs_unicode(text: str) -> bool:
+    """Whether any character of ``text`` is one pdflatex cannot typeset."""
+    return not all(typeset_with_pdflatex(c) for c in set(text))
+
+
 def typesetting_for(source: str) -> Typesetting:
     """pdflatex when it can typeset every character of the source; else LuaLaTeX with the
     fallback fonts those characters need."""

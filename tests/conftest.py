@@ -50,7 +50,7 @@ def make_solution(**record):
 def render(renderer, questions, info=None):
     """One paper of these questions, through render_latex or render_markdown."""
     sets = {1: questions}
-    return renderer(question_papers(sets, None), answer_keys(sets), info or DocumentInfo())
+    return dict(renderer(question_papers(sets, None), answer_keys(sets), info or DocumentInfo()))
 
 
 def pytest_configure(config):

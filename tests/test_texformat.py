@@ -1,0 +1,164 @@
+"""The cached TeX format: the same PDF bytes with it or without it, and never a bad one used.
+
+Each test has a cache folder of its own (XDG_CACHE_HOME), runs gen-problems as a
+teacher would, and compares every file of the output, PDFs and per-paper PDFs included.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import folder_files
+from generator import texformat
+from generator.pdf import compile_pdfs
+
+pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex")
+
+# A class of three with a roster: questions.pdf and answers.pdf are cut into papers and keys.
+ROSTER = "id,name\ns1,Ada Lovelace\ns2,Zoë Ångström\ns3,Jürgen Müller\n"
+
+
+def outputs(run_cli, folder: Path, roster: Path) -> dict[str, bytes]:
+    code, _, err = run_cli("--count", "2", "--seed", "11", "--pdf", "--students", roster,
+                           "--out", folder)
+    assert code == 0, err
+    files = folder_files(folder)
+    assert "papers/001-s1.pdf" in files and "keys/version-03.pdf" in files
+    return {name: data for name, data in files.items() if not name.startswith(".gen-problems")}
+
+
+def formats_in(cache: Path) -> list[Path]:
+    return sorted((cache / "gen-problems" / "tex").glob("*.fmt"))
+
+
+@pytest.fixture
+def roster(tmp_path) -> Path:
+    path = tmp_path / "roster.csv"
+    path.write_text(ROSTER, encoding="utf-8")
+    return path
+
+
+def test_the_same_files_without_a_format_with_a_new_one_and_with_a_cached_one(
+        run_cli, tmp_path, roster, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", "/proc/no-cache-here")  # cannot be made: the plain path
+    plain = outputs(run_cli, tmp_path / "plain", roster)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    first = outputs(run_cli, tmp_path / "first", roster)  # builds the formats, then uses them
+    built = formats_in(cache)
+    assert len(built) == 2  # the questions' preamble and the key's
+    cached = outputs(run_cli, tmp_path / "cached", roster)
+    assert formats_in(cache) == built  # used again, not rebuilt
+    assert plain.keys() == first.keys() == cached.keys()
+    for name in plain:
+        assert plain[name] == first[name] == cached[name], name
+    assert (cache / "gen-problems" / "tex").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_damaged_format_is_found_and_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = minimal_document()
+    fmt = texformat.format_for(source, os.environ.copy())
+    assert fmt is not None and texformat.intact(fmt)
+    expected = compile_pdfs({"doc.tex": source})["doc.pdf"].pdf
+    data = bytearray(fmt.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    fmt.write_bytes(bytes(data))
+    assert not texformat.intact(fmt)
+    rebuilt = texformat.format_for(source, os.environ.copy())
+    assert rebuilt is not None and texformat.intact(rebuilt)
+    assert compile_pdfs({"doc.tex": source})["doc.pdf"].pdf == expected
+
+
+def test_a_truncated_format_is_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = minimal_document()
+    fmt = texformat.format_for(source, os.environ.copy())
+    fmt.write_bytes(fmt.read_bytes()[:1000])
+    again = texformat.format_for(source, os.environ.copy())
+    assert again is not None and texformat.intact(again) and again.stat().st_size > 100_000
+
+
+def test_a_format_tex_cannot_load_costs_time_only(tmp_path, monkeypatch):
+    """A file whose name matches its content but is no format: TeX fails on it, the document
+    is compiled plainly, and the file is removed."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    source = minimal_document()
+    fmt = texformat.format_for(source, os.environ.copy())
+    expected = compile_pdfs({"doc.tex": source})["doc.pdf"].pdf
+    junk = b"not a format" * 100
+    import hashlib
+    digest = hashlib.sha256(junk).hexdigest()[:texformat.DIGEST_LENGTH]
+    fake = fmt.with_name(f"{fmt.stem.rsplit('-', 1)[0]}-{digest}.fmt")
+    fmt.unlink()
+    fake.write_bytes(junk)
+    fake.chmod(0o600)
+    assert texformat.format_for(source, os.environ.copy()) == fake
+    assert compile_pdfs({"doc.tex": source})["doc.pdf"].pdf == expected
+    assert not fake.exists()
+
+
+def test_an_edited_preamble_never_meets_the_old_format(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = texformat.format_for(minimal_document(), os.environ.copy())
+    edited = minimal_document().replace("\\usepackage{amsmath}", "\\usepackage{amsmath,amssymb}")
+    second = texformat.format_for(edited, os.environ.copy())
+    assert first != second and first.exists() and second.exists()
+
+
+def test_a_cache_folder_another_user_can_write_is_not_used(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    (cache / "gen-problems" / "tex").mkdir(parents=True)
+    (cache / "gen-problems" / "tex").chmod(0o777)
+    assert texformat.format_for(minimal_document(), os.environ.copy()) is None
+    assert formats_in(cache) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a folder to another user")
+def test_a_cache_folder_of_another_user_is_not_used(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    folder = cache / "gen-problems" / "tex"
+    folder.mkdir(parents=True, mode=0o700)
+    os.chown(folder, 65534, 65534)
+    assert texformat.format_for(minimal_document(), os.environ.copy()) is None
+
+
+def test_a_read_only_cache_folder_falls_back_to_the_plain_path(run_cli, tmp_path, roster,
+                                                               monkeypatch):
+    """A cache on a read-only disk: nothing can be built there, and the run still succeeds."""
+    if os.geteuid() == 0:
+        monkeypatch.setenv("XDG_CACHE_HOME", "/proc/self")  # read-only even for root
+    else:
+        cache = tmp_path / "cache"
+        (cache / "gen-problems" / "tex").mkdir(parents=True, mode=0o700)
+        (cache / "gen-problems" / "tex").chmod(0o500)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    assert texformat.format_for(minimal_document(), os.environ.copy()) is None
+    read_only = outputs(run_cli, tmp_path / "ro", roster)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "writable"))
+    assert outputs(run_cli, tmp_path / "rw", roster) == read_only
+
+
+def test_old_formats_are_pruned(tmp_path):
+    folder = tmp_path / "tex"
+    folder.mkdir()
+    for number in range(texformat.KEPT_FORMATS + 3):
+        path = folder / f"k{number}-x.fmt"
+        path.write_bytes(b"x")
+        os.utime(path, (number, number))
+    texformat.prune(folder)
+    left = sorted(p.name for p in folder.glob("*.fmt"))
+    assert len(left) == texformat.KEPT_FORMATS and "k0-x.fmt" not in left
+
+
+def minimal_document() -> str:
+    return ("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{lmodern}\n"
+            "\\usepackage{amsmath}\n\\begin{document}\nA matrix: $\\begin{pmatrix}1&2\\\\3&4"
+            "\\end{pmatrix}$.\n\\end{document}\n")
