@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
 import queue
 import re
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .paper import Paper
+from .pdfcut import cut_papers
 from .texformat import BEGIN_DOCUMENT, format_for, preamble_of
 from .typesetting import FONT_PACKAGES, engine_of, missing_characters, needs_unicode
 
@@ -69,7 +69,7 @@ class SplitError(Exception):
 class Compiled:
     pdf: bytes
     log: str
-
+    path: Path  # where the PDF was written
 
 class PdfBuild:
     """The TeX runs of one output set.  Each document is compiled as soon as it is given
@@ -385,7 +385,8 @@ def stop_all() -> None:
 
 def read_compiled(tex: Path) -> Compiled:
     return Compiled(tex.with_suffix(".pdf").read_bytes(),
-                    tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"))
+                    tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"),
+                    tex.with_suffix(".pdf"))
 
 
 def log_errors(log: Path, context: int = 3) -> str:
@@ -406,24 +407,10 @@ PAPER_START = re.compile(r"^gen-problems: paper (\d+) starts after page (\d+)$",
 
 def split_papers(document: Compiled, name: str, names: list[str], folder: Path) -> dict[str, Path]:
     """Cut a compiled document into its papers, at the page each paper's template logged;
-    each paper is written to ``folder`` as it is cut, so a class's PDFs never sit in memory."""
-    from pypdf import PdfReader, PdfWriter  # only needed for versions; keeps start-up short
-
+    each paper is written to ``folder`` as it is cut (see ``pdfcut``)."""
     starts = [int(page) for _, page in PAPER_START.findall(document.log)]
     if len(starts) != len(names) or starts != sorted(starts):
         raise SplitError(f"{name}: {len(names)} papers, but the TeX log marks {len(starts)} paper "
                          f"starts; a custom paper.tex.j2 must keep the \\typeout line that "
                          f"marks where each paper begins")
-    reader = PdfReader(io.BytesIO(document.pdf))
-    ends = starts[1:] + [len(reader.pages)]
-    folder.mkdir(parents=True, exist_ok=True)
-    written = {}
-    for paper_name, start, end in zip(names, starts, ends):
-        writer = PdfWriter()
-        for page in reader.pages[start:end]:
-            writer.add_page(page)
-        path = folder / Path(paper_name).name
-        with open(path, "wb") as stream:
-            writer.write(stream)
-        written[paper_name] = path
-    return written
+    return cut_papers(document.path, starts, names, folder)
