@@ -204,9 +204,14 @@ class Evaluator:
         values = {v.exact for w, v in pairs if w.exact != 0}
         if weights_sum_to_one and len(values) == 1:  # blending equal values gives that value
             return self(values.pop())
-        terms = [w.exact if v.exact == 1 else sympy.Mul(w.exact, v.exact, evaluate=False)
-                 for w, v in pairs if w.exact != 0 and v.exact != 0]
+        kept = [(w.exact, v.exact) for w, v in pairs if w.exact != 0 and v.exact != 0]
+        denominator = _shared_denominator([w for w, _ in kept])
+        if denominator is not None:  # softmax weights e_j/S: written once over S, not S each time
+            kept = [(w.args[0], v) for w, v in kept]
+        terms = [w if v == 1 else sympy.Mul(w, v, evaluate=False) for w, v in kept]
         exact = sympy.Add(*terms, evaluate=False) if terms else sympy.S.Zero
+        if denominator is not None:
+            exact = sympy.Mul(exact, sympy.Pow(denominator, -1), evaluate=False)
         return Num(exact, math.fsum(w.value * v.value for w, v in pairs))
 
     def matrix(self, rows) -> NumMatrix:
@@ -402,6 +407,15 @@ def blend_step(weights: Step, v: Step, num: Evaluator, rows_sum_to_one: bool = T
     entries = tuple(w.result for w in working)
     return Step(name="output", formula="output = weights V", kind="blend",
                 entries=entries, working=working)
+
+
+def _shared_denominator(weights: list) -> sympy.Expr | None:
+    """S, when every weight is a quotient e_j/S over one and the same S (a softmax row)."""
+    if len(weights) < 2 or not all(w.is_Mul and len(w.args) == 2 and w.args[1].is_Pow
+                                   and w.args[1].exp == -1 for w in weights):
+        return None
+    denominators = {w.args[1].base for w in weights}
+    return denominators.pop() if len(denominators) == 1 else None
 
 
 def _reshape(flat: list[Num], width: int) -> NumMatrix:
