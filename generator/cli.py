@@ -29,6 +29,7 @@ from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
 from .pdf import PdfBuild, SplitError, TexError, TexMissing, require_tex
+from .progress import RunProgress
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
 from .render import ignored_overrides
@@ -167,16 +168,18 @@ def run(args: argparse.Namespace) -> int:
         specs, notes = problem_sets(args, seed, students)
         notes += ignored_overrides(args.templates) if args.templates else []
         notes += roster.notes if roster else []
-        sets = solve_sets(args, specs)
-        drawn = not (args.spec or args.problem is not None)
-        if "title" not in info_fields and all(q.spec.unscaled for qs in sets.values() for q in qs):
-            info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
-        info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
-                            draw_command=draw_command(args, seed) if drawn else "",
-                            versioned=bool(args.versions or students),
-                            **exponent_table(args, sets))
-        documents = render_documents(args, sets, students, info, folder, notes)
-        paths = folder.commit(documents, inputs)
+        with RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress:
+            sets = solve_sets(args, specs, progress.solved)
+            drawn = not (args.spec or args.problem is not None)
+            if "title" not in info_fields and all(q.spec.unscaled for qs in sets.values() for q in qs):
+                info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
+            info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
+                                draw_command=draw_command(args, seed) if drawn else "",
+                                versioned=bool(args.versions or students),
+                                **exponent_table(args, sets))
+            documents = render_documents(args, sets, students, info, folder, notes, progress)
+            progress.stage("saving")
+            paths = folder.commit(documents, inputs)
     print_to_terminal(args, documents)
     for note in notes:
         print(f"gen-problems: note: {note}", file=sys.stderr)
@@ -196,23 +199,31 @@ def exponent_table(args, sets) -> dict:
 
 
 def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
-                     notes: list[str]) -> dict:
+                     notes: list[str], progress: RunProgress) -> dict:
     """Every output file's content, keyed by its path in the output folder; what the teacher
     should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
     document as soon as it is rendered, and runs while Python renders the other formats."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
-                     on_done=tex_progress(2)) if args.pdf else None)
+                     on_done=progress.compiled) if args.pdf else None)
     rendering = Rendering(sets, questions, keys, info, args.templates,
-                          pdfs.stream if pdfs else None)
+                          pdfs.stream if pdfs else None, folder.workspace("documents"))
+    progress.stage("writing")
     try:
         documents = dict(FORMATS["tex"].write(rendering))
+        progress.written()
         for driver in chosen(args.format):
             if driver.name != "tex":
                 documents.update(driver.write(rendering))
-    except BaseException:
+                progress.written()
+        progress.stage("compiling PDFs" if pdfs else "saving")
+    except BaseException as error:
         if pdfs:
             pdfs.abort()
+        if isinstance(error, OSError):  # the documents are written as they are rendered
+            raise OutputError(f"cannot write the new set to {folder.path}/ ("
+                              f"{describe(error, folder.path)}); the earlier files are as they "
+                              f"were") from None
         raise
     if pdfs:
         built, pdf_notes = finished_pdfs(pdfs, folder)
@@ -236,7 +247,9 @@ def print_to_terminal(args, documents: dict) -> None:
         if FORMATS[name].prints:
             if sys.stdout is None:
                 raise BrokenPipeError
-            sys.stdout.write(documents[FORMATS[name].prints])
+            printed = documents[FORMATS[name].prints]
+            sys.stdout.write(printed if isinstance(printed, str) else
+                             (Path(args.out) / FORMATS[name].prints).read_text(encoding="utf-8"))
     if sys.stdout is not None:
         sys.stdout.flush()
 
@@ -306,15 +319,6 @@ def comma_list(allowed: tuple[str, ...], what: str):
                                              f"(expected some of: {', '.join(allowed)})")
         return names
     return parse
-
-
-def tex_progress(documents: int):
-    """A progress bar of the TeX runs when stderr is a terminal and they take over a second."""
-    if not sys.stderr.isatty():
-        return lambda name: None
-    from tqdm import tqdm
-    bar = tqdm(total=documents, desc="compiling PDFs", unit="file", leave=False, delay=1.0)
-    return lambda name: bar.update()
 
 
 def check_options(args: argparse.Namespace) -> None:

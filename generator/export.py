@@ -10,9 +10,11 @@ of the recomputation after a swap ``swapped.*``, of each head ``head1.*``, ...
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
+from pathlib import Path
 
 import sympy
 
@@ -26,22 +28,44 @@ SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
 
 
 def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
-                  papers: list[Paper] | None = None) -> str:
+                  papers: list[Paper] | None = None, workspace: Path | None = None) -> str | Path:
     """Every problem of every version; with versions or a roster, also who sits which version.
     It is the teacher's record: `gen-problems --problem CODE --record problems.json` sets
     any one of its problems again, exactly."""
-    document = {
-        "seed": info.seed,
-        "decimals": info.decimals,
-        "problems": [problem_record(question, version, number)
-                     for version, questions in sorted(sets.items())
-                     for number, question in enumerate(questions, start=1)],
-    }
+    records = {"problems": (problem_record(question, version, number)
+                            for version, questions in sorted(sets.items())
+                            for number, question in enumerate(questions, start=1))}
     if papers is not None:
-        document["papers"] = [paper_record(paper) for paper in papers]
-    text = json.dumps(document, indent=1, allow_nan=False)
+        records["papers"] = (paper_record(paper) for paper in papers)
+    # Written a record at a time, as json.dumps(indent=1) would write the whole document:
+    # a large set's file never sits in memory twice.
+    if workspace is None:
+        text = io.StringIO()
+        _write_json(text, info, records)
+        return text.getvalue()
+    with open(workspace / "problems.json", "w", encoding="utf-8") as file:
+        _write_json(file, info, records)
+    return workspace / "problems.json"
+
+
+def _write_json(file, info: DocumentInfo, records: dict) -> None:
+    file.write(_dumps({"seed": info.seed, "decimals": info.decimals})[:-2])
+    for name, items in records.items():
+        file.write(f',\n "{name}": [')
+        for number, record in enumerate(items):
+            file.write(("," if number else "") + "\n" + _indented(_dumps(record), "  "))
+        file.write("\n ]")
+    file.write("\n}\n")
+
+
+def _dumps(value) -> str:
+    text = json.dumps(value, indent=1, allow_nan=False)
     # One matrix row per line: a list holding only numbers, strings or nulls is folded.
-    return SCALAR_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text) + "\n"
+    return SCALAR_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+
+
+def _indented(text: str, prefix: str) -> str:
+    return prefix + text.replace("\n", "\n" + prefix)
 
 
 def problem_record(question: Question, version: int = 1, number: int = 1) -> dict:

@@ -32,6 +32,7 @@ class Rendering:
     info: DocumentInfo
     templates: Path | None = None
     tex_stream: Callable | None = None  # the PDF build's: LaTeX goes to TeX as it is rendered
+    workspace: Path | None = None  # where large documents are written as they are rendered
 
     @property
     def papers(self) -> list[Paper] | None:
@@ -75,13 +76,15 @@ PDF_FILES = ("questions.pdf", "answers.pdf")
 PDF_FOLDERS = ("papers", "keys")
 
 register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates,
-                                              r.tex_stream),
+                                              r.tex_stream, r.workspace),
                 always=True, files=("questions.tex", "answers.tex"),
                 help="the LaTeX sources (always written)"))
-register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates),
+register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates,
+                                                r.workspace),
                 always=True, files=("questions.md", "answers.md"), prints="answers.md",
                 help="also print the Markdown answer key here"))
-register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info, r.papers)},
+register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info, r.papers,
+                                                                  r.workspace)},
                 always=True, files=("problems.json",), prints="problems.json",
                 help="also print problems.json here"))
 register(Driver("html", lambda r: render_practice(r.keys, r.info, r.templates),

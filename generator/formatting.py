@@ -31,10 +31,13 @@ class _RememberingPrinter(StrPrinter):
         if kwargs:
             return super()._print(expr, **kwargs)
         if expr not in self._printed:
+            if len(self._printed) > REMEMBERED:  # a large set's memory stays flat
+                self._printed.clear()
             self._printed[expr] = super()._print(expr)
         return self._printed[expr]
 
 
+REMEMBERED = 20_000
 _UNSORTED = _RememberingPrinter()
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
@@ -91,7 +94,7 @@ def decimal_text(num: Num, decimals: int) -> str:
     return "0" + text[2:] if text.startswith("-0") and set(text[1:]) <= set("0.") else text
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)  # an exact form can be kilobytes long
 def exact_text(num: Num) -> str:
     """The exact form in plain text, e.g. 'sqrt(2)/2', 'exp(1/2)/(1 + exp(1/2))'.
 

@@ -60,6 +60,8 @@ class OutputFolder:
         self.state = self.path / STATE
         self.work: Path | None = None
         self._work_lock = None
+        self.made: list[Path] = []  # the folders this run made, deepest first
+        self.committed = False
 
     # -- opening: before anything is solved ------------------------------------------------
 
@@ -86,6 +88,7 @@ class OutputFolder:
         atomically); made on first use, removed when the run ends, swept if the run dies."""
         if self.work is None:
             try:
+                self.made = _missing_folders(self.state)
                 self.state.mkdir(parents=True, exist_ok=True)
                 self.work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=self.state))
                 self._work_lock = _hold_lock(self.work / LOCK)  # tells other runs this one lives
@@ -99,6 +102,12 @@ class OutputFolder:
         if self.work is not None:
             shutil.rmtree(self.work, ignore_errors=True)
             self.work = None
+        if not self.committed:  # a run that stopped leaves no folder it made behind
+            for folder in self.made:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
         if self._work_lock is not None:
             self._work_lock.close()
             self._work_lock = None
@@ -143,6 +152,7 @@ class OutputFolder:
                 plan.check(inputs)
                 plan.stage(documents)
                 plan.apply()
+                self.committed = True
         except OSError as error:
             raise OutputError(f"cannot write the new set to {self.path}/ "
                               f"({describe(error, self.path)}); the earlier files are as they were"
@@ -269,12 +279,22 @@ def _roll_back(root: Path, backup: Path, changes: dict) -> None:
     shutil.rmtree(backup, ignore_errors=True)
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    for candidate in (folder, *folder.absolute().parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    return missing
+
+
 def _write_file(path: Path, content: str | bytes | Path, mode: int, atomic: bool = False) -> None:
     """Write ``content`` (or move the file it names, already written in this run's work
     folder) to ``path``, with ``mode``, and make it durable."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, Path):
-        os.replace(content, path)
+    if isinstance(content, Path):  # staged by a move (not one of the commit's replacements)
+        os.rename(content, path)
         descriptor = os.open(path, os.O_RDONLY)
         try:
             os.fchmod(descriptor, mode)

@@ -99,12 +99,17 @@ class PdfBuild:
         stop_all()
         self.runs.shutdown(wait=False, cancel_futures=True)
 
-    def add(self, name: str, source: str) -> None:
-        engine = engine_of(source)
+    def add(self, name: str, source: str | Path) -> None:
+        """Compile a finished source (its text, or the file it was written to)."""
+        tex = self.folder / name
+        if isinstance(source, Path):
+            shutil.copyfile(source, tex)
+        else:
+            tex.write_text(source, encoding="utf-8")
+        engine = engine_of(_first_line(tex))
         if engine == "lualatex" and not lualatex_ready():
             raise TexMissing(UNICODE_HINT)
-        (self.folder / name).write_text(source, encoding="utf-8")
-        self.started[name] = self.runs.submit(self._compile, name, source, engine)
+        self.started[name] = self.runs.submit(self._compile, name, engine)
 
     def result(self) -> tuple[dict[str, bytes | Path], list[str]]:
         """Every PDF (a path where it was written straight to disk), and notes on the
@@ -121,8 +126,9 @@ class PdfBuild:
         self.runs.shutdown()
         return pdfs, notes
 
-    def _compile(self, name: str, source: str, engine: str):
-        fmt = format_for(source, tex_environment()) if engine == "pdflatex" else None
+    def _compile(self, name: str, engine: str):
+        preamble = _preamble(self.folder / name) if engine == "pdflatex" else None
+        fmt = format_for(preamble, tex_environment()) if preamble else None
         return self.finished(name, run_tex(engine, self.folder, name, fmt))
 
     def finished(self, name: str, document: Compiled):
@@ -143,6 +149,22 @@ class PdfBuild:
 
 
 SPLIT_INTO = {"questions.pdf": "papers", "answers.pdf": "keys"}
+
+
+def _first_line(tex: Path) -> str:
+    with open(tex, encoding="utf-8") as file:
+        return file.readline()
+
+
+def _preamble(tex: Path) -> str | None:
+    """The source up to its ``\\begin{document}`` (read line by line: it is near the top)."""
+    lines = []
+    with open(tex, encoding="utf-8") as file:
+        for line in file:
+            lines.append(line)
+            if BEGIN_DOCUMENT in line:
+                return "".join(lines)
+    return None
 FIFO_OPEN_TIMEOUT_SECONDS = 60
 
 
@@ -174,7 +196,7 @@ class TexStream:
             self.head.append(chunk)
             self._start()
 
-    def close(self, source: str) -> None:
+    def close(self, source: str | Path) -> None:
         if self.chunks is None or self.abandoned:
             self._wait_abandoned()
             self.build.add(self.name, source)
@@ -218,7 +240,10 @@ class TexStream:
                                    "pdflatex") from None
         finally:
             tex.unlink(missing_ok=True)
-        tex.write_text(self.source, encoding="utf-8")
+        if isinstance(self.source, Path):
+            shutil.copyfile(self.source, tex)
+        else:
+            tex.write_text(self.source, encoding="utf-8")
         if code != 0 or not tex.with_suffix(".pdf").exists():
             if fmt is not None:  # a format that fails is never used again
                 fmt.unlink(missing_ok=True)

@@ -9,7 +9,6 @@ against the independent numpy pipeline.  The CLI and the tests both call this.
 from __future__ import annotations
 
 import argparse  # the run's options: the command line's Namespace, or a test's
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -98,18 +97,19 @@ def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -
     return sample_set(options, seed, problem_count(args), version, types)
 
 
-def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Question]]:
+def solve_sets(args, specs: dict[int, list[ProblemSpec]],
+               on_solved=lambda: None) -> dict[int, list[Question]]:
     """Every version solved and checked; with --minutes or --marks, as many problems as fit the
     budget (the first version decides how many, so that every version is as long)."""
     budget = budget_of(args)
     if budget is None:
-        return {version: [solve_checked(spec) for spec in progress(version_specs, "solving")]
+        return {version: [_solved(spec, on_solved) for spec in version_specs]
                 for version, version_specs in specs.items()}
     name, limit, measure = budget
     first = next(iter(specs))
     fitted, used = [], 0
     for spec in specs[first]:
-        question = solve_checked(spec)
+        question = _solved(spec, on_solved)
         cost = measure(ExamProblem(len(fitted) + 1, question))
         if used + cost > limit:
             break
@@ -119,7 +119,7 @@ def solve_sets(args, specs: dict[int, list[ProblemSpec]]) -> dict[int, list[Ques
         raise SpecError(f"--{name} {limit}: the first problem alone takes {cost} {name}; "
                          f"allow more, or draw smaller problems (--difficulty, --tokens, --types)")
     return {version: fitted if version == first else
-            [solve_checked(spec) for spec in version_specs[:len(fitted)]]
+            [_solved(spec, on_solved) for spec in version_specs[:len(fitted)]]
             for version, version_specs in specs.items()}
 
 
@@ -154,9 +154,7 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
     return "gen-problems " + " ".join(words)
 
 
-def progress(items, label: str):
-    """A progress bar on stderr when it is a terminal and the work is long; else nothing."""
-    if not sys.stderr.isatty() or len(items) < 50:
-        return items
-    from tqdm import tqdm  # imported only when shown: it is a fifth of a short run's start-up
-    return tqdm(items, desc=label, unit="problem", leave=False)
+def _solved(spec: ProblemSpec, on_solved) -> Question:
+    question = solve_checked(spec)
+    on_solved()
+    return question

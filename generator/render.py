@@ -32,7 +32,8 @@ from .engine import Num
 from .kinds import TYPES
 from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
-from .typesetting import PDFLATEX, right_to_left, typesetting_for
+from .typesetting import (PDFLATEX, needs_unicode, right_to_left, typeset_with_pdflatex,
+                          typesetting_for, typesetting_of)
 
 # In the repository (and an editable install) the templates are at its top; an installed
 # wheel carries them inside the package.
@@ -42,62 +43,96 @@ BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parent.p
 
 
 def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                    user_templates: Path | None = None) -> dict[str, str]:
-    """The question papers and the answer keys as Markdown, keyed by file name."""
-    return _render_pair(markdown_environment(info.decimals, user_templates), "markdown", "md",
-                        questions, keys, info)
+                    user_templates: Path | None = None,
+                    workspace: Path | None = None) -> dict[str, str | Path]:
+    """The question papers and the answer keys as Markdown, keyed by file name; given a
+    ``workspace``, written there as they are rendered (a large set's text never sits in
+    memory) and given as the files' paths."""
+    environment = markdown_environment(info.decimals, user_templates)
+    documents = {}
+    for document, papers in (("questions.md", questions), ("answers.md", keys)):
+        if workspace is None:
+            documents[document] = _render(environment, "markdown", document, papers, info)
+        else:
+            with open(workspace / document, "w", encoding="utf-8") as file:
+                _render(environment, "markdown", document, papers, info, file)
+            documents[document] = workspace / document
+    return documents
 
 
 def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                 user_templates: Path | None = None, stream=None) -> Iterator[tuple[str, str]]:
-    """The answer keys and the question papers as LaTeX sources: (file name, source) pairs.
-    The key comes first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each
-    source is also handed to TeX chunk by chunk while it is rendered.
+                 user_templates: Path | None = None, stream=None,
+                 workspace: Path | None = None) -> Iterator[tuple[str, str | Path]]:
+    """The answer keys and the question papers as LaTeX sources: (file name, source) pairs,
+    the source written into ``workspace`` (and given as its path) when there is one.  The
+    key comes first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each
+    source is also handed to TeX chunk by chunk while it is rendered (it needs a workspace).
 
     A document is rendered for pdflatex; when it then holds a character pdflatex cannot
     typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
     LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
     environment = latex_environment(info.decimals, user_templates)
     for name, papers in (("answers.tex", keys), ("questions.tex", questions)):
-        sink = stream(name) if stream else None
-        source = _render(environment, "latex", name, papers, info, sink, typesetting=PDFLATEX)
-        typesetting = typesetting_for(source)
-        if typesetting.unicode:
-            source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
-        if sink:
-            sink.close(source)
-        yield name, source
+        if workspace is None:
+            source = _render(environment, "latex", name, papers, info, typesetting=PDFLATEX)
+            typesetting = typesetting_for(source)
+            if typesetting.unicode:
+                source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
+            yield name, source
+            continue
+        target = workspace / name  # TeX reads the document while it is written: a file is kept
+        tex, foreign = stream(name) if stream else None, ForeignCharacters()
+        with open(target, "w", encoding="utf-8") as file:
+            _render(environment, "latex", name, papers, info, file, foreign,
+                    *([tex] if tex else []), typesetting=PDFLATEX)
+        if foreign.found:
+            with open(target, "w", encoding="utf-8") as file:
+                _render(environment, "latex", name, papers, info, file,
+                        typesetting=typesetting_of(foreign.found))
+        if tex:
+            tex.close(target)
+        yield name, target
 
 
-def _render_pair(environment, folder, suffix, questions, keys, info, **extra) -> dict[str, str]:
-    """Each document holds its papers one after another (one paper unless versions are asked)."""
-    return {f"{document}.{suffix}": _render(environment, folder, f"{document}.{suffix}", papers,
-                                            info, **extra)
-            for document, papers in (("questions", questions), ("answers", keys))}
+class ForeignCharacters:
+    """A sink that keeps the characters of a text that pdflatex cannot typeset."""
+
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def write(self, text: str) -> None:
+        if needs_unicode(text):
+            self.found |= {c for c in set(text) if not typeset_with_pdflatex(c)}
 
 
-STREAM_BATCH = 256  # template chunks per write to TeX: a few kilobytes
+STREAM_BATCH = 256  # template chunks per write: a few kilobytes
 
 
-def _render(environment, folder: str, name: str, papers, info, sink=None, **extra) -> str:
-    """A document's text; with a ``sink``, also written to it chunk by chunk as rendered."""
+def _render(environment, folder: str, name: str, papers, info, *sinks, **extra) -> str | None:
+    """A document's text.  Given sinks (a file being written, TeX reading the document), it
+    is sent to each of them in batches of chunks as it is rendered, and not kept."""
     template = environment.get_template(f"{folder}/{name}.j2")
     try:
-        if sink is None:
+        if not sinks:
             return template.render(papers=papers, info=info, **extra)
-        chunks, sent = [], 0
+        batch = []
         for chunk in template.generate(papers=papers, info=info, **extra):
-            chunks.append(chunk)
-            if len(chunks) - sent == STREAM_BATCH:
-                sink.write("".join(chunks[sent:]))
-                sent = len(chunks)
-        sink.write("".join(chunks[sent:]))
-        return "".join(chunks)
+            batch.append(chunk)
+            if len(batch) == STREAM_BATCH:
+                _send("".join(batch), sinks)
+                batch = []
+        _send("".join(batch), sinks)
+        return None
     except jinja2.TemplateError:
         raise
     except Exception as error:  # a filter given the wrong kind of value, say by a user's template
         raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}, rendering "
                                           f"{folder}/{name}") from error
+
+
+def _send(text: str, sinks) -> None:
+    for sink in sinks:
+        sink.write(text)
 
 
 # Folders whose templates are looked up by a step's, part's or type's name at run time.

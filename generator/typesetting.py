@@ -84,7 +84,11 @@ def needs_unicode(text: str) -> bool:
 def typesetting_for(source: str) -> Typesetting:
     """pdflatex when it can typeset every character of the source; else LuaLaTeX with the
     fallback fonts those characters need."""
-    others = {c for c in set(source) if not typeset_with_pdflatex(c)}
+    return typesetting_of({c for c in set(source) if not typeset_with_pdflatex(c)})
+
+
+def typesetting_of(others: set[str]) -> Typesetting:
+    """pdflatex, or LuaLaTeX with fallback fonts for ``others``, the characters pdflatex lacks."""
     if not others:
         return PDFLATEX
     return Typesetting("lualatex", tuple(f"{family}:mode=harf;" + (f"script={tag};" if tag else "")
