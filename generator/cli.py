@@ -370,7 +370,8 @@ def entry() -> None:
     Every file is written and closed by then; freeing sympy's many objects one by
     one at exit would add a tenth of a second to every run.
     """
-    gc.disable()  # short-lived process: collecting sympy's cycles only costs time
+    gc.freeze()  # what the imports made is never garbage: never look at it again
+    gc.set_threshold(100_000, 50, 100)  # sympy makes many short-lived cycles: collect rarely
     code = main()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -213,7 +213,9 @@ def _equations(line) -> list[_Equation]:
 def printed_sum(nums, places: int) -> str:
     """The sum of numbers as printed at ``places``, exactly: the row sum a softmax line shows,
     so that it is what a calculator gets from the exponentials beside it."""
-    total = sum((_printed(n, places) for n in nums if n is not None), Decimal(0))
+    total = sum((Decimal(decimal_text(n, places)) for n in nums if n is not None), Decimal(0))
+    if abs(total) >= SCIENTIFIC_FROM:  # exponentials of big scores, printed as 1.2346e+08
+        return f"{total:.{places}e}"
     text = f"{total:f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 

@@ -238,3 +238,14 @@ def test_a_format_registered_in_the_table_is_offered_and_owned(tmp_path, run_cli
     assert not (tmp_path / "outputs.csv").exists()
     from generator.cli import build_parser
     assert "csv: every output matrix as CSV" in build_parser().format_help()
+
+
+def test_exponentials_of_big_scores_are_summed_in_scientific_notation(tmp_path, run_cli):
+    """A teacher's spec with a score of 320: e^320 is printed as 9.4240e+138, and so is its
+    row's sum (it once failed the whole run)."""
+    spec = tmp_path / "big.toml"
+    spec.write_text('X = [[4, 0], [0, 1]]\nW_Q = [[5, 0], [0, 1]]\nW_K = [[4, 0], [0, 1]]\n'
+                    'W_V = [[1, 0], [0, 1]]\nscale = 1\n')
+    code, printed, err = run_cli("--spec", spec, "--out", tmp_path / "o", "--format", "md")
+    assert code == 0, err
+    assert "Row 1: e^320 ≈ 9.4240e+138, e^0 = 1; sum = 9.4240e+138" in printed
