@@ -187,7 +187,12 @@ class Evaluator:
             return self(sympy.Rational(total.numerator, total.denominator))
         if any(a.exact.has(sympy.exp) or b.exact.has(sympy.exp) for a, b in pairs):
             return self.blend(pairs, weights_sum_to_one=False)  # softmax outputs: left as written
-        return self(sympy.Add(*(a.exact * b.exact for a, b in pairs)))
+        total = sympy.Add(*(a.exact * b.exact for a, b in pairs))
+        if any(a.exact.has(sympy.E) or b.exact.has(sympy.E) for a, b in pairs):
+            return self(total)  # gradients through e: left as written
+        # Sums of radicals: expanded, a + b·√2 + c·√3 + ..., is short, and so stays every step
+        # that uses it (left as products of sums, a 12-token spec's forms ran to megabytes).
+        return self(sympy.expand(total))
 
     def total(self, nums) -> Num:
         return Num(sympy.Add(*(n.exact for n in nums)), math.fsum(n.value for n in nums))

@@ -59,7 +59,7 @@ def rational_value(num: Num) -> sympy.Rational | None:
     exact = num.exact
     if exact.is_Rational:
         return exact
-    if exact is sympy.S.NegativeInfinity or abs(num.value) > 1e12:
+    if exact is sympy.S.NegativeInfinity or abs(num.value) > 1e12 or _larger_than(exact, PROVABLE):
         return None
     candidate = sympy.Rational(round(num.value * 10**MAX_SHORT_PLACES), 10**MAX_SHORT_PLACES)
     if abs(num.value - float(candidate)) > 1e-15 * max(1.0, abs(num.value)):
@@ -70,6 +70,14 @@ def rational_value(num: Num) -> sympy.Rational | None:
     # equal is written "≈", which is never wrong.
     numerator = sympy.numer(sympy.together(exact - candidate))
     return candidate if sympy.expand(numerator) == 0 else None
+
+
+PROVABLE = 400  # nodes: a larger exact form is not proved equal to a decimal (it is written ≈)
+
+
+def _larger_than(exact: sympy.Expr, nodes: int) -> bool:
+    """Whether the expression tree has more than ``nodes`` nodes (counted only that far)."""
+    return any(count > nodes for count, _ in enumerate(sympy.preorder_traversal(exact)))
 
 
 @lru_cache(maxsize=65536)  # the same numbers recur across the key, the sheet and the formats

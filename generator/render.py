@@ -123,7 +123,7 @@ def _render(environment, folder: str, name: str, papers, info, *sinks, **extra) 
                 batch = []
         _send("".join(batch), sinks)
         return None
-    except jinja2.TemplateError:
+    except (jinja2.TemplateError, OSError):  # OSError: writing the file (a full disk)
         raise
     except Exception as error:  # a filter given the wrong kind of value, say by a user's template
         raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}, rendering "
