@@ -83,7 +83,7 @@ class PdfBuild:
         require_tex()
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.questions, self.keys, self.on_done = folder, questions, keys, on_done
-        self.runs = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1))
+        self.runs = ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0))))
         self.started: dict[str, Future] = {}
         self.streams: list[TexStream] = []
 

@@ -37,7 +37,7 @@ def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path) -> 
     work is pure Python, so it runs in worker processes, one per core, each cutting a share
     of the papers, while the run's own process goes on (a thread would hold it up).  The
     workers run with ``-P``, importing nothing from this folder, and nothing but pikepdf."""
-    workers = max(1, min(os.cpu_count() or 1, len(names) // PAPERS_PER_WORKER))
+    workers = max(1, min(len(os.sched_getaffinity(0)), len(names) // PAPERS_PER_WORKER))
     share = -(-len(names) // workers)
     running = []
     for first in range(0, len(names), share):

@@ -162,3 +162,26 @@ def minimal_document() -> str:
     return ("\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{lmodern}\n"
             "\\usepackage{amsmath}\n\\begin{document}\nA matrix: $\\begin{pmatrix}1&2\\\\3&4"
             "\\end{pmatrix}$.\n\\end{document}\n")
+
+
+def test_the_same_files_on_one_core_as_on_all(tmp_path):
+    """TeX runs and the cutting of papers spread over the cores a run may use (a class of
+    45 is cut by two workers on two cores); one core or all, the files are the same, byte
+    for byte."""
+    import subprocess
+    import sys
+
+    roster = tmp_path / "class.csv"
+    roster.write_text("id,name\n" + "".join(f"s{i},Student {i}\n" for i in range(45)))
+
+    def run(folder: Path, cores: set[int]) -> dict[str, bytes]:
+        done = subprocess.run([sys.executable, "-m", "generator.cli", "--count", "1", "--seed", "11",
+                               "--pdf", "--students", str(roster), "--out", str(folder)],
+                              cwd=Path(__file__).resolve().parent.parent, capture_output=True,
+                              text=True, preexec_fn=lambda: os.sched_setaffinity(0, cores))
+        assert done.returncode == 0, done.stderr
+        return {name: data for name, data in folder_files(folder).items()
+                if not name.startswith(".gen-problems")}
+
+    every = os.sched_getaffinity(0)
+    assert run(tmp_path / "one", {min(every)}) == run(tmp_path / "all", every)
