@@ -1,19 +1,18 @@
-"""Stage 4, the PDF writer: LaTeX sources -> PDF bytes, with a real TeX engine.
+"""Stage 4, the PDF writer: LaTeX sources -> PDFs, with a real TeX engine.
 
-Each document is compiled by ``pdflatex`` in the run's private work folder
-(which the output stage owns and removes), non-interactive, shell escape off,
-every document at once.  One pass is enough:
-the templates use nothing that needs a second (no cross-references, no point
-tables, no page totals), so a pass gives the final text.  On failure the
-temporary folder is kept for inspection and ``TexError`` carries the log's
-relevant lines; nothing lands in the output folder.  A run with versions or a
-roster compiles one document of all papers and cuts it into a PDF per paper, at
-the pages the templates log, so many papers never mean many TeX runs.
+Each document is compiled in the run's private work folder (which the output stage
+owns and removes), every document at once, each as soon as it is ready: a document
+TeX can typeset with pdflatex is read by TeX through a pipe while Python is still
+rendering it, from the preamble's cached format (``texformat``).  One pass is
+enough: the templates use nothing that needs a second (no cross-references, no
+point tables, no page totals).  On failure ``TexError`` carries the log's relevant
+lines and nothing lands in the output folder.  A run with versions or a roster
+compiles one document of all papers and cuts it into a PDF per paper (``pdfcut``),
+at the pages the templates log, so many papers never mean many TeX runs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import queue
@@ -21,14 +20,14 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from .paper import Paper
 from .pdfcut import cut_papers
+from .texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, read_compiled, run_tex, running,
+                     stop_all, tex_command, tex_environment)
 from .texformat import BEGIN_DOCUMENT, format_for, preamble_of
 from .typesetting import FONT_PACKAGES, engine_of, missing_characters, needs_unicode
 
@@ -39,37 +38,13 @@ INSTALL_HINT = (f"--pdf needs pdflatex, which is not installed: run 'bash script
 UNICODE_HINT = ("this document holds characters pdflatex cannot typeset, and LuaLaTeX with "
                 "luaotfload is not installed: run 'bash scripts/setup.sh', or 'sudo apt-get "
                 f"install --no-install-recommends {UNICODE_PACKAGES}'")
-TEX_TIMEOUT_SECONDS = 300
-# Paranoid file access: TeX may read and write only in its own folder.
-TEX_ENVIRONMENT = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
-# A fixed timestamp (unless the caller sets one) makes the same seed give the same PDF bytes.
-REPRODUCIBLE_DATE = "1767225600"  # 2026-01-01
-
-
-FILE_LINE_ERROR = re.compile(r"^\S+\.tex:\d+: ")
-
-
 class TexMissing(Exception):
     """No TeX engine on this machine."""
-
-
-class TexError(Exception):
-    """The TeX engine failed on ``document``; ``excerpt`` holds the log's error lines."""
-
-    def __init__(self, document: str, excerpt: str, folder: Path, engine: str = "pdflatex"):
-        super().__init__(f"{engine} failed on {document}:\n{excerpt}")
-        self.document, self.excerpt, self.folder, self.engine = document, excerpt, folder, engine
 
 
 class SplitError(Exception):
     """The compiled document does not mark where each paper starts (a custom paper template)."""
 
-
-@dataclass(frozen=True)
-class Compiled:
-    pdf: bytes
-    log: str
-    path: Path  # where the PDF was written
 
 class PdfBuild:
     """The TeX runs of one output set.  Each document is compiled as soon as it is given
@@ -230,7 +205,7 @@ class TexStream:
         fmt = format_for(preamble + BEGIN_DOCUMENT, tex_environment())
         os.mkfifo(tex, 0o600)
         try:
-            with _running(tex_command("pdflatex", self.name, fmt, streamed=True), folder) as process:
+            with running(tex_command("pdflatex", self.name, fmt, streamed=True), folder) as process:
                 if not self._feed(tex, process):
                     return None
                 try:
@@ -344,87 +319,6 @@ def lualatex_ready() -> bool:
         return False
     found = subprocess.run(["kpsewhich", "luaotfload.sty"], capture_output=True, text=True)
     return bool(found.stdout.strip())
-
-
-def tex_environment() -> dict[str, str]:
-    return {"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ, **TEX_ENVIRONMENT}
-
-
-def run_tex(engine: str, folder: Path, name: str, fmt: Path | None = None) -> Compiled:
-    """One TeX run on ``folder/name``, from the cached format when there is one.  A run
-    that fails with a format is tried once more without it, so a format can only ever
-    cost time, and the format is dropped."""
-    if fmt is not None:
-        try:
-            return _run_once(engine, folder, name, fmt)
-        except TexError:
-            fmt.unlink(missing_ok=True)
-    return _run_once(engine, folder, name, None)
-
-
-def _run_once(engine: str, folder: Path, name: str, fmt: Path | None) -> Compiled:
-    tex = folder / name
-    tex.with_suffix(".pdf").unlink(missing_ok=True)
-    with _running(tex_command(engine, name, fmt), folder) as process:
-        try:
-            code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            raise TexError(name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder, engine) from None
-    if code != 0 or not tex.with_suffix(".pdf").exists():
-        raise TexError(name, log_errors(tex.with_suffix(".log")), folder, engine)
-    return read_compiled(tex)
-
-
-def tex_command(engine: str, name: str, fmt: Path | None, streamed: bool = False) -> list[str]:
-    # A pipe can be read once: TeX must not read its first line to look for a %&format line.
-    return [shutil.which(engine), "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-            "-file-line-error", *(["-no-parse-first-line"] if streamed else []),
-            *([f"-fmt={fmt.with_suffix('')}"] if fmt else []), name]
-
-
-RUNNING: set[subprocess.Popen] = set()  # stopped at once when the run fails or is interrupted
-RUNNING_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _running(command: list[str], folder: Path):
-    process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=tex_environment())
-    with RUNNING_LOCK:
-        RUNNING.add(process)
-    try:
-        yield process
-    finally:
-        process.kill() if process.poll() is None else None
-        process.wait()
-        with RUNNING_LOCK:
-            RUNNING.discard(process)
-
-
-def stop_all() -> None:
-    with RUNNING_LOCK:
-        for process in RUNNING:
-            process.kill()
-
-
-def read_compiled(tex: Path) -> Compiled:
-    return Compiled(tex.with_suffix(".pdf").read_bytes(),
-                    tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"),
-                    tex.with_suffix(".pdf"))
-
-
-def log_errors(log: Path, context: int = 3) -> str:
-    """The lines of a TeX log that say what went wrong: each '!' or file:line: error and a few after."""
-    try:
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return "  (no log was written)"
-    picked: list[str] = []
-    for index, line in enumerate(lines):
-        if line.startswith("!") or FILE_LINE_ERROR.match(line):
-            picked += lines[index:index + context + 1]
-    return "\n".join("  " + line for line in (picked or lines[-context * 3:])[:20])
 
 
 PAPER_START = re.compile(r"^gen-problems: paper (\d+) starts after page (\d+)$", re.MULTILINE)

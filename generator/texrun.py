@@ -1,0 +1,124 @@
+"""Stage 4 helper: one TeX run, and what it left.
+
+TeX runs non-interactive, with shell escape off and paranoid file access (it reads
+and writes only in its own folder), with a fixed date so the same source gives the
+same PDF bytes, and a time limit.  A failure raises ``TexError`` with the log's
+lines that say what went wrong.  Every TeX process of the run is known, so a
+failure or an interrupt elsewhere stops them all at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+TEX_TIMEOUT_SECONDS = 300
+# Paranoid file access: TeX may read and write only in its own folder.
+TEX_ENVIRONMENT = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
+# A fixed timestamp (unless the caller sets one) makes the same seed give the same PDF bytes.
+REPRODUCIBLE_DATE = "1767225600"  # 2026-01-01
+
+
+FILE_LINE_ERROR = re.compile(r"^\S+\.tex:\d+: ")
+
+
+class TexError(Exception):
+    """The TeX engine failed on ``document``; ``excerpt`` holds the log's error lines."""
+
+    def __init__(self, document: str, excerpt: str, folder: Path, engine: str = "pdflatex"):
+        super().__init__(f"{engine} failed on {document}:\n{excerpt}")
+        self.document, self.excerpt, self.folder, self.engine = document, excerpt, folder, engine
+
+
+@dataclass(frozen=True)
+class Compiled:
+    pdf: bytes
+    log: str
+    path: Path  # where the PDF was written
+
+def tex_environment() -> dict[str, str]:
+    return {"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ, **TEX_ENVIRONMENT}
+
+
+def run_tex(engine: str, folder: Path, name: str, fmt: Path | None = None) -> Compiled:
+    """One TeX run on ``folder/name``, from the cached format when there is one.  A run
+    that fails with a format is tried once more without it, so a format can only ever
+    cost time, and the format is dropped."""
+    if fmt is not None:
+        try:
+            return _run_once(engine, folder, name, fmt)
+        except TexError:
+            fmt.unlink(missing_ok=True)
+    return _run_once(engine, folder, name, None)
+
+
+def _run_once(engine: str, folder: Path, name: str, fmt: Path | None) -> Compiled:
+    tex = folder / name
+    tex.with_suffix(".pdf").unlink(missing_ok=True)
+    with running(tex_command(engine, name, fmt), folder) as process:
+        try:
+            code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise TexError(name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder, engine) from None
+    if code != 0 or not tex.with_suffix(".pdf").exists():
+        raise TexError(name, log_errors(tex.with_suffix(".log")), folder, engine)
+    return read_compiled(tex)
+
+
+def tex_command(engine: str, name: str, fmt: Path | None, streamed: bool = False) -> list[str]:
+    # A pipe can be read once: TeX must not read its first line to look for a %&format line.
+    return [shutil.which(engine), "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+            "-file-line-error", *(["-no-parse-first-line"] if streamed else []),
+            *([f"-fmt={fmt.with_suffix('')}"] if fmt else []), name]
+
+
+RUNNING: set[subprocess.Popen] = set()  # stopped at once when the run fails or is interrupted
+RUNNING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def running(command: list[str], folder: Path):
+    process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=tex_environment())
+    with RUNNING_LOCK:
+        RUNNING.add(process)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:  # the run stops early: this TeX is not waited for
+            process.kill()
+        process.wait()
+        with RUNNING_LOCK:
+            RUNNING.discard(process)
+
+
+def stop_all() -> None:
+    with RUNNING_LOCK:
+        for process in RUNNING:
+            process.kill()
+
+
+def read_compiled(tex: Path) -> Compiled:
+    return Compiled(tex.with_suffix(".pdf").read_bytes(),
+                    tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"),
+                    tex.with_suffix(".pdf"))
+
+
+def log_errors(log: Path, context: int = 3) -> str:
+    """The lines of a TeX log that say what went wrong: each '!' or file:line: error and a few after."""
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "  (no log was written)"
+    picked: list[str] = []
+    for index, line in enumerate(lines):
+        if line.startswith("!") or FILE_LINE_ERROR.match(line):
+            picked += lines[index:index + context + 1]
+    return "\n".join("  " + line for line in (picked or lines[-context * 3:])[:20])
