@@ -50,7 +50,7 @@ def is_exact_at(num: Num, decimals: int) -> bool:
     return bool(exact is not None and 10**decimals % exact.q == 0)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)  # bounded: a large set's numbers would only hold memory
 def rational_value(num: Num) -> sympy.Rational | None:
     """The number as a rational, when it is one: also when its exact form does not say so, as
     an output entry (2 + 4e)/(1 + 2e), which is 2, so that it is written "= 2", not "≈ 2.0000".
@@ -80,7 +80,7 @@ def _larger_than(exact: sympy.Expr, nodes: int) -> bool:
     return any(count > nodes for count, _ in enumerate(sympy.preorder_traversal(exact)))
 
 
-@lru_cache(maxsize=65536)  # the same numbers recur across the key, the sheet and the formats
+@lru_cache(maxsize=8192)  # the same numbers recur across the key, the sheet and the formats
 def decimal_text(num: Num, decimals: int) -> str:
     """A number as a student writes it: exact if short, else rounded to ``decimals``."""
     exact = num.exact
