@@ -10,7 +10,7 @@ from pathlib import Path
 import pikepdf
 import pytest
 
-from generator import pdfcut
+from generator import pdfcut, type1
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
                                 reason="needs pdflatex and poppler-utils")
@@ -66,7 +66,7 @@ def test_a_paper_carries_a_fraction_of_the_fonts(class_run):
             files = pdfcut.font_files(pdf)
             assert files
             for stream, _, glyphs in files:
-                program = pdfcut.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
+                program = type1.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
                                                int(stream.Length2))
                 assert program is not None
                 assert program.glyphs.keys() == glyphs | {b".notdef"}  # nothing else is left
@@ -75,34 +75,34 @@ def test_a_paper_carries_a_fraction_of_the_fonts(class_run):
 
 def test_subroutine_numbers_are_rewritten_where_they_are_written():
     # "5 callsubr" in a glyph: after renumbering subroutine 5 as 4, the glyph pushes 4.
-    glyph = pdfcut._encoded(5) + bytes([10, 14])  # 5 callsubr endchar
+    glyph = type1._encoded(5) + bytes([10, 14])  # 5 callsubr endchar
     subrs = [bytes([11])] * 6
-    called, sites = pdfcut.subrs_called(b"a", glyph, subrs)
+    called, sites = type1.subrs_called(b"a", glyph, subrs)
     assert called == {5}
-    assert pdfcut._renumbered(glyph, {("glyph", b"a"): [s[2:] for s in sites]}, ("glyph", b"a"), {5: 4}) == \
-        pdfcut._encoded(4) + bytes([10, 14])
+    where = {("glyph", b"a"): [site[2:] for site in sites]}
+    assert type1._renumbered(glyph, where, ("glyph", b"a"), {5: 4}) == type1._encoded(4) + bytes([10, 14])
 
 
 def test_hint_replacement_numbers_come_back_through_pop():
     # "7 4 callsubr": subroutine 4 runs "1 3 callothersubr pop callsubr", calling 7.
-    four = pdfcut._encoded(1) + pdfcut._encoded(3) + bytes([12, 16, 12, 17, 10, 11])
+    four = type1._encoded(1) + type1._encoded(3) + bytes([12, 16, 12, 17, 10, 11])
     subrs = [bytes([11])] * 4 + [four] + [bytes([11])] * 3
-    glyph = pdfcut._encoded(7) + pdfcut._encoded(4) + bytes([10, 14])
-    called, sites = pdfcut.subrs_called(b"a", glyph, subrs)
+    glyph = type1._encoded(7) + type1._encoded(4) + bytes([10, 14])
+    called, sites = type1.subrs_called(b"a", glyph, subrs)
     assert called == {4, 7}
     assert {site[2:] for site in sites if site[:2] == ("glyph", b"a")} == {(0, 1, 7), (1, 1, 4)}
 
 
 def test_a_number_computed_at_run_time_keeps_the_font_whole():
-    glyph = pdfcut._encoded(10) + pdfcut._encoded(2) + bytes([12, 12, 10, 14])  # 10 2 div callsubr
-    assert pdfcut.subrs_called(b"a", glyph, [bytes([11])] * 6) is None
+    glyph = type1._encoded(10) + type1._encoded(2) + bytes([12, 12, 10, 14])  # 10 2 div callsubr
+    assert type1.subrs_called(b"a", glyph, [bytes([11])] * 6) is None
 
 
 @pytest.mark.parametrize("value", [-1131, -108, -107, 0, 107, 108, 1131, 1132, -40000, 70000])
 def test_numbers_are_written_as_the_spec_reads_them(value):
-    assert pdfcut._number(pdfcut._encoded(value), 0) == (value, len(pdfcut._encoded(value)))
+    assert type1._number(type1._encoded(value), 0) == (value, len(type1._encoded(value)))
 
 
 def test_eexec_round_trip():
     data = bytes(range(256)) * 3
-    assert pdfcut.eexec(pdfcut.eexec(data, 55665, encrypt=True), 55665) == data
+    assert type1.eexec(type1.eexec(data, 55665, encrypt=True), 55665) == data
