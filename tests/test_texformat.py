@@ -185,3 +185,22 @@ def test_the_same_files_on_one_core_as_on_all(tmp_path):
 
     every = os.sched_getaffinity(0)
     assert run(tmp_path / "one", {min(every)}) == run(tmp_path / "all", every)
+
+
+def test_a_format_of_another_tex_installation_is_not_used(tmp_path, monkeypatch):
+    """After a TeX Live update (pdftex, its LaTeX format or mylatexformat rewritten), the
+    format made with the old installation is stale: a new one is built under a new name."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    old = texformat.format_for(minimal_document(), os.environ.copy())
+    identity = texformat.tex_identity()
+    monkeypatch.setattr(texformat, "tex_identity", lambda: identity + "\nupdated")
+    new = texformat.format_for(minimal_document(), os.environ.copy())
+    assert new is not None and new != old
+    assert new.name.split("-")[0] != old.name.split("-")[0]
+
+
+def test_the_installation_is_named_by_its_files():
+    identity = texformat.tex_identity()
+    assert identity is not None
+    files = [line.rsplit(":", 2)[0] for line in identity.splitlines()]
+    assert [Path(name).name for name in files] == ["pdftex", "pdflatex.fmt", "mylatexformat.ltx"]
