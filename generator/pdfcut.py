@@ -100,10 +100,12 @@ def font_files(pdf) -> list:
     return [entry for entry in files.values() if entry[2] is not None]
 
 
-# In a content stream: a font chosen ("/F35 10.9091 Tf"), or a string shown ("(Answ)" or
-# "<0041>").  An inline image's bytes could look like either, so a page with one is not read.
-CONTENT_TOKEN = re.compile(rb"/([^\s/\[\]()<>{}%]+)\s+[-+.\d]+\s+Tf\b|\(((?:\\.|[^\\)])*)\)"
-                           rb"|<([0-9A-Fa-f\s]*)>", re.DOTALL)
+# In a content stream: a font chosen ("/F35 10.9091 Tf"), which starts a run of text in it,
+# and the strings shown ("(Answ)" or "<0041>").  An inline image's bytes could look like
+# either, so a page with one is not read.
+FONT_CHOSEN = re.compile(rb"/([^\s/\[\]()<>{}%]+)\s+[-+.\d]+\s+Tf\b")
+LITERAL = re.compile(rb"\(((?:\\.|[^\\)])*)\)", re.DOTALL)
+HEXADECIMAL = re.compile(rb"<([0-9A-Fa-f\s]*)>")
 INLINE_IMAGE = re.compile(rb"\bBI\b")
 ESCAPE = re.compile(rb"\\([0-7]{1,3}|\r\n|.)", re.DOTALL)
 ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b"",
@@ -113,27 +115,37 @@ ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n
 def glyphs_shown(pdf) -> dict:
     """Each font (by its object number) -> (the font, the names of the glyphs the pages show
     in it, or None where that cannot be told for certain).  The content streams are read
-    with one regular expression: pdfTeX writes plain strings under Tf."""
-    fonts_by_number, shown = {}, {}
+    with regular expressions, all the runs of text in one font at once: pdfTeX writes
+    plain strings under Tf."""
+    fonts_by_number, runs = {}, {}
     for page in pdf.pages:
         resources = page.obj.get("/Resources", {})
         fonts = resources.get("/Font", {})
         content = _content(page)
         if "/XObject" in resources or INLINE_IMAGE.search(content):
             return {}  # text inside forms, or an image's bytes: fonts stay whole
-        strings: list[bytes] = []
-        for name, literal, hexadecimal in CONTENT_TOKEN.findall(content):
-            if name:
-                font = fonts.get("/" + name.decode("latin-1"))
-                strings = [] if font is None else shown.setdefault(font.objgen, [])
-                if font is not None:
-                    fonts_by_number.setdefault(font.objgen, font)
-            elif hexadecimal:
-                strings.append(_hex_string(hexadecimal))
-            else:
-                strings.append(ESCAPE.sub(_unescape, literal) if b"\\" in literal else literal)
-    return {number: (font, _glyph_names(font, set(b"".join(shown.get(number, ())))))
+        parts = FONT_CHOSEN.split(content)  # text before any font, then name, run, name, run
+        by_name: dict[bytes, list[bytes]] = {}
+        for name, run in zip(parts[1::2], parts[2::2]):
+            by_name.setdefault(name, []).append(run)
+        for name, named_runs in by_name.items():  # the page's fonts, each looked up once
+            font = fonts.get("/" + name.decode("latin-1"))
+            if font is not None:
+                fonts_by_number.setdefault(font.objgen, font)
+                runs.setdefault(font.objgen, []).extend(named_runs)
+    return {number: (font, _glyph_names(font, _codes(b"\n".join(runs.get(number, ())))))
             for number, font in fonts_by_number.items()}
+
+
+def _codes(text: bytes) -> set[int]:
+    """The character codes of every string shown in ``text``."""
+    literals = LITERAL.findall(text)
+    if any(b"\\" in literal for literal in literals):
+        literals = [ESCAPE.sub(_unescape, literal) for literal in literals]
+    codes = set(b"".join(literals))
+    if b"<" in text:
+        codes.update(b"".join(_hex_string(digits) for digits in HEXADECIMAL.findall(text)))
+    return codes
 
 
 def _content(page) -> bytes:

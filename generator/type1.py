@@ -57,6 +57,7 @@ class Type1Program:
     tail: bytes
     trailer: bytes
     calls: dict = field(default_factory=dict)  # glyph -> (subroutines called, where named)
+    subsets: dict = field(default_factory=dict)  # glyphs kept -> the program cut to them
 
     def needs(self, glyph: bytes):
         if glyph not in self.calls:
@@ -66,8 +67,16 @@ class Type1Program:
 
     def subset(self, kept: set[bytes]) -> tuple[bytes, bytes, bytes] | None:
         """The program with only the ``kept`` glyphs and the subroutines they call,
-        renumbered 0, 1, 2, ... (0-3 stay: the font's flex and hint code calls them)."""
-        kept = set(kept) | {b".notdef"}
+        renumbered 0, 1, 2, ... (0-3 stay: the font's flex and hint code calls them).
+        Papers often show the same glyphs of a font (a title's, the maths'): cut once."""
+        kept = frozenset(kept) | {b".notdef"}
+        if kept not in self.subsets:
+            if len(self.subsets) > 256:
+                self.subsets.clear()
+            self.subsets[kept] = self._cut(kept)
+        return self.subsets[kept]
+
+    def _cut(self, kept: frozenset[bytes]) -> tuple[bytes, bytes, bytes] | None:
         if not kept <= self.glyphs.keys():
             return None
         called, sites = set(range(min(KEPT_SUBRS, len(self.subrs)))), set()
