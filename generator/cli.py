@@ -25,6 +25,7 @@ import jinja2
 from .crosscheck import CrossCheckError
 from .exact import parse_exact
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
+from .forked import write_in_child
 from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
@@ -202,22 +203,31 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
                      notes: list[str], progress: RunProgress) -> dict:
     """Every output file's content, keyed by its path in the output folder; what the teacher
     should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
-    document as soon as it is rendered, and runs while Python renders the other formats."""
+    document as soon as it is rendered, and runs while Python renders the other formats (in
+    a forked process, for a large set)."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
                      on_done=progress.compiled) if args.pdf else None)
     rendering = Rendering(sets, questions, keys, info, args.templates,
                           pdfs.stream if pdfs else None, folder.workspace("documents"))
     progress.stage("writing")
+    others = [driver for driver in chosen(args.format) if driver.name != "tex"]
+    child = write_in_child(others, rendering, rendering.workspace)
     try:
         documents = dict(FORMATS["tex"].write(rendering))
         progress.written()
-        for driver in chosen(args.format):
-            if driver.name != "tex":
-                documents.update(driver.write(rendering))
+        if child:
+            documents.update(child.result())
+            for _ in others:
                 progress.written()
+            others = []
+        for driver in others:
+            documents.update(driver.write(rendering))
+            progress.written()
         progress.stage("compiling PDFs" if pdfs else "saving")
     except BaseException as error:
+        if child:
+            child.stop()
         if pdfs:
             pdfs.abort()
         if isinstance(error, OSError):  # the documents are written as they are rendered

@@ -1,0 +1,77 @@
+"""A large set's other formats are written by a forked process: the same files, the same
+errors, and nothing left running when the run stops."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import folder_files
+from generator import forked
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    return {name: data for name, data in folder_files(folder).items()
+            if not name.startswith(".gen-problems")}
+
+
+def test_the_same_files_with_the_fork_as_without(run_cli, tmp_path, monkeypatch):
+    args = ("--count", forked.FORK_FROM, "--seed", 3, "--format", "html", "--format", "moodle")
+    assert run_cli(*args, "--out", tmp_path / "forked")[0] == 0
+    monkeypatch.setattr(forked, "FORK_FROM", 10**9)
+    assert run_cli(*args, "--out", tmp_path / "plain")[0] == 0
+    assert outputs(tmp_path / "forked") == outputs(tmp_path / "plain")
+    assert "practice.html" in outputs(tmp_path / "forked")
+
+
+def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path):
+    """A teacher's broken Markdown template, met by the child: one line, exit 2, no files."""
+    mine = tmp_path / "mine" / "markdown"
+    mine.mkdir(parents=True)
+    (mine / "answers.md.j2").write_text("{{ papers | no_such_filter }}\n")
+    code, _, err = run_cli("--count", forked.FORK_FROM, "--seed", 3, "--out", tmp_path / "o",
+                           "--templates", tmp_path / "mine")
+    assert code == 2 and err.count("\n") == 1 and "no_such_filter" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_run_stopped_while_forked_leaves_no_process_and_the_folder_as_it_was(tmp_path):
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "generator.cli", "--count", "400", "--difficulty", "hard",
+               "--seed", "5", "--out", str(out)]
+    run = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _children(run.pid):
+        time.sleep(0.05)  # until the fork: the problems are solved
+    children = _children(run.pid)
+    assert children, "the run never forked"
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=60) == 130
+    assert "interrupted" in run.stderr.read()
+    time.sleep(0.2)
+    assert not any(_alive(pid) for pid in children)
+    assert not out.exists()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(child) for child in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    state = stat.read_text().split()[2] if stat.exists() else "X"
+    return state != "Z"
