@@ -204,30 +204,28 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
     """Every output file's content, keyed by its path in the output folder; what the teacher
     should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
     document as soon as it is rendered, and runs while Python renders the other formats (in
-    a forked process, for a large set)."""
+    forked processes, one a format, for a large set)."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
                      on_done=progress.compiled) if args.pdf else None)
     rendering = Rendering(sets, questions, keys, info, args.templates,
                           pdfs.stream if pdfs else None, folder.workspace("documents"))
     progress.stage("writing")
-    others = [driver for driver in chosen(args.format) if driver.name != "tex"]
-    child = write_in_child(others, rendering, rendering.workspace)
+    children = {}
     try:
+        for driver in chosen(args.format):
+            if driver.name != "tex":
+                children[driver.name] = write_in_child([driver], rendering, rendering.workspace)
         documents = dict(FORMATS["tex"].write(rendering))
         progress.written()
-        if child:
-            documents.update(child.result())
-            for _ in others:
-                progress.written()
-            others = []
-        for driver in others:
-            documents.update(driver.write(rendering))
+        for name, child in children.items():
+            documents.update(child.result() if child else FORMATS[name].write(rendering))
             progress.written()
         progress.stage("compiling PDFs" if pdfs else "saving")
     except BaseException as error:
-        if child:
-            child.stop()
+        for child in children.values():
+            if child:
+                child.stop()
         if pdfs:
             pdfs.abort()
         if isinstance(error, OSError):  # the documents are written as they are rendered
