@@ -50,6 +50,17 @@ def test_every_paper_looks_exactly_like_its_pages_in_the_combined_document(class
     assert page - 1 == len(pikepdf.open(combined).pages)
 
 
+def test_every_paper_still_has_its_text(class_run):
+    """The cut fonts keep the text searchable: each paper names its student, as typed."""
+    names = [line.split(",", 1)[1] for line in ROSTER.splitlines()[1:]]
+    papers = sorted((class_run / "papers").glob("*.pdf"))
+    assert len(papers) == len(names)
+    for paper, name in zip(papers, names):
+        text = subprocess.run(["pdftotext", paper, "-"], capture_output=True, text=True,
+                              check=True).stdout
+        assert name in text and "Problem 1" in text, paper.name
+
+
 def test_the_answer_keys_too(class_run, tmp_path):
     combined, page = class_run / "answers.pdf", 1
     for key in sorted((class_run / "keys").glob("*.pdf")):
