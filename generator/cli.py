@@ -215,7 +215,7 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
     try:
         for driver in chosen(args.format):
             if driver.name != "tex":
-                children[driver.name] = write_in_child([driver], rendering, rendering.workspace)
+                children[driver.name] = write_in_child(driver, rendering, rendering.workspace)
         documents = dict(FORMATS["tex"].write(rendering))
         progress.written()
         for name, child in children.items():

@@ -1,12 +1,12 @@
 """Stage 3 helper: the formats other than LaTeX written by a forked process, beside the run.
 
-Once every problem is solved, a large run forks.  The child writes Markdown, JSON and
-the other formats asked for into the run's work folder while the parent renders the
-LaTeX and feeds TeX, so that both cores work.  The child shares the solved problems
-with the parent (the pages are copied only if written) instead of solving them again,
-and renders exactly what the parent would have: the files are the same bytes.  It
-reports the files it wrote, or the exception that stopped it, through a pipe; the
-parent raises that exception as its own.  A small run is written in one process: a
+Once every problem is solved, a large run forks a child for each format other than
+LaTeX (Markdown, JSON, the practice page, Moodle).  Each writes its files into the
+run's work folder while the parent renders the LaTeX and feeds TeX, so that both cores
+work.  A child shares the solved problems with the parent (the pages are copied only if
+written) instead of solving them again, and renders exactly what the parent would
+have: the files are the same bytes.  It reports the files it wrote, or the exception
+that stopped it, through a pipe; the parent raises that exception as its own.  A small run is written in one process: a
 fork would cost more than it saves.
 """
 
@@ -55,11 +55,11 @@ class Forked:
             pass
 
 
-def write_in_child(drivers, rendering, workspace: Path) -> Forked | None:
-    """Start a child writing ``drivers``' files into ``workspace``; None where fork is not
+def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
+    """Start a child writing ``driver``'s files into ``workspace``; None where fork is not
     available, or for a small run."""
     problems = sum(len(questions) for questions in rendering.sets.values())
-    if not drivers or problems < FORK_FROM or not hasattr(os, "fork"):
+    if problems < FORK_FROM or not hasattr(os, "fork"):
         return None
     read, write = os.pipe()
     pid = os.fork()
@@ -68,17 +68,17 @@ def write_in_child(drivers, rendering, workspace: Path) -> Forked | None:
         return Forked(pid, read)
     try:  # the child, from here on: whatever happens, it ends here and never returns
         os.close(read)
-        os._exit(_child(drivers, rendering, workspace, write))
+        os._exit(_child(driver, rendering, workspace, write))
     except BaseException:
         os._exit(1)
 
 
-def _child(drivers, rendering, workspace: Path, pipe: int) -> int:
+def _child(driver, rendering, workspace: Path, pipe: int) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it, not this
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         outcome = {name: content if isinstance(content, Path) else _written(workspace, name, content)
-                   for driver in drivers for name, content in dict(driver.write(rendering)).items()}
+                   for name, content in dict(driver.write(rendering)).items()}
         code = 0
     except BaseException as error:  # handed to the parent, which raises it as its own
         outcome, code = error, 1

@@ -28,8 +28,8 @@ from .paper import Paper
 from .pdfcut import cut_papers
 from .texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, read_compiled, run_tex, running,
                      stop_all, tex_command, tex_environment)
-from .texformat import BEGIN_DOCUMENT, format_for, preamble_of
-from .typesetting import FONT_PACKAGES, engine_of, missing_characters, needs_unicode
+from .texformat import BEGIN_DOCUMENT, format_for
+from .typesetting import FONT_PACKAGES, engine_of, missing_characters
 
 TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
 UNICODE_PACKAGES = f"texlive-luatex {FONT_PACKAGES}"
@@ -114,12 +114,11 @@ class PdfBuild:
                  for paper, character in dict.fromkeys(missing_characters(document.log))]
         made: dict[str, bytes | Path] = {pdf_name: document.pdf}
         if self.questions is not None and pdf_name in SPLIT_INTO:
-            folder, count = SPLIT_INTO[pdf_name], (len(self.questions) if pdf_name ==
-                                                   "questions.pdf" else self.keys)
             names = ([f"papers/{paper_file_name(paper)}" for paper in self.questions]
-                     if folder == "papers" else
-                     [f"keys/version-{number:02d}.pdf" for number in range(1, count + 1)])
-            made.update(split_papers(document, pdf_name, names, self.folder / folder))
+                     if pdf_name == "questions.pdf" else
+                     [f"keys/version-{number:02d}.pdf" for number in range(1, self.keys + 1)])
+            made.update(split_papers(document, pdf_name, names,
+                                     self.folder / SPLIT_INTO[pdf_name]))
         return made, notes
 
 
@@ -140,6 +139,8 @@ def _preamble(tex: Path) -> str | None:
             if BEGIN_DOCUMENT in line:
                 return "".join(lines)
     return None
+
+
 FIFO_OPEN_TIMEOUT_SECONDS = 60
 
 
@@ -149,8 +150,9 @@ class TexStream:
     The document's file is a named pipe: once the preamble is rendered, pdflatex starts
     (from the cached format when there is one) and reads each chunk as it comes, so its
     work overlaps Python's.  TeX reads the same characters as from a file, so the PDF is
-    the same, byte for byte.  A chunk with a character pdflatex cannot typeset abandons
-    the stream: the finished source then goes the ordinary way (LuaLaTeX).  ``close``
+    the same, byte for byte.  The renderer abandons the stream before it sends a chunk
+    with a character pdflatex cannot typeset: the finished source then goes the ordinary
+    way (LuaLaTeX).  ``close``
     hands over the whole source; the pipe is then replaced by the file itself."""
 
     def __init__(self, build: PdfBuild, name: str):
@@ -159,13 +161,12 @@ class TexStream:
         self.chunks: queue.SimpleQueue | None = None
         self.future: Future | None = None
         self.abandoned = False
+        self.source: str | Path | None = None  # the whole document, given by close
 
     def write(self, chunk: str) -> None:
         if self.abandoned:
             return
-        if needs_unicode(chunk):
-            self.abandon()
-        elif self.chunks is not None:
+        if self.chunks is not None:
             self.chunks.put(chunk)
         else:
             self.head.append(chunk)
@@ -186,7 +187,7 @@ class TexStream:
         self.chunks = queue.SimpleQueue()
         self.chunks.put(text)
         self.head = []
-        self.future = self.build.runs.submit(self._typeset, preamble_of(text))
+        self.future = self.build.runs.submit(self._typeset, text)
         self.build.started[self.name] = self.future
 
     def abandon(self) -> None:
@@ -199,10 +200,11 @@ class TexStream:
             self.build.started.pop(self.name, None)
             self.future.result()  # the abandoned run has ended and removed its pipe
 
-    def _typeset(self, preamble: str):
-        """In a TeX thread: run pdflatex on the pipe, feeding it the chunks as they come."""
+    def _typeset(self, head: str):
+        """In a TeX thread: run pdflatex on the pipe, feeding it the chunks as they come
+        (``head``, the first, holds the preamble)."""
         folder, tex = self.build.folder, self.build.folder / self.name
-        fmt = format_for(preamble + BEGIN_DOCUMENT, tex_environment())
+        fmt = format_for(head, tex_environment())
         os.mkfifo(tex, 0o600)
         try:
             with running(tex_command("pdflatex", self.name, fmt, streamed=True), folder) as process:

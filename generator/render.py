@@ -81,7 +81,8 @@ def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
             yield name, source
             continue
         target = workspace / name  # TeX reads the document while it is written: a file is kept
-        tex, foreign = stream(name) if stream else None, ForeignCharacters()
+        tex = stream(name) if stream else None
+        foreign = ForeignCharacters(on_found=tex.abandon if tex else None)
         with open(target, "w", encoding="utf-8") as file:
             _render(environment, "latex", name, papers, info, file, foreign,
                     *([tex] if tex else []), typesetting=PDFLATEX)
@@ -95,14 +96,18 @@ def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
 
 
 class ForeignCharacters:
-    """A sink that keeps the characters of a text that pdflatex cannot typeset."""
+    """A sink that keeps the characters of a text that pdflatex cannot typeset, and says so
+    (``on_found``: TeX reading the document stops) before the next sink sees them."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_found=None) -> None:
         self.found: set[str] = set()
+        self.on_found = on_found
 
     def write(self, text: str) -> None:
         if needs_unicode(text):
             self.found |= {c for c in set(text) if not typeset_with_pdflatex(c)}
+            if self.on_found:
+                self.on_found()
 
 
 STREAM_BATCH = 256  # template chunks per write: a few kilobytes
