@@ -19,6 +19,7 @@ from .export import problems_json
 from .paper import Paper
 from .paper import DocumentInfo
 from .render import render_latex, render_markdown
+from .qti import render_qti
 from .web import render_moodle, render_practice
 
 
@@ -92,3 +93,5 @@ register(Driver("html", lambda r: render_practice(r.keys, r.info, r.templates),
                 help="a self-check practice page"))
 register(Driver("moodle", lambda r: {"moodle.xml": render_moodle(r.keys, r.info, r.templates)},
                 files=("moodle.xml",), help="a Moodle XML question bank"))
+register(Driver("qti", lambda r: {"qti.zip": render_qti(r.keys, r.info, r.templates)},
+                files=("qti.zip",), help="a QTI 1.2 quiz package for Canvas (Brightspace, Blackboard)"))

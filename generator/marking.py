@@ -53,7 +53,7 @@ class Tolerances:
                 if step_def.is_given:
                     known = by_name.get(name)
                     chain[step.name] = known.chain if known else _given_error(
-                        step.name, values[step.name], solution.spec, self.u)
+                        step.name, values[step.name], question.spec, self.u)
                     read = _bounded(chain[step.name])
                     tolerance = Tolerance(read, read)
                 else:
@@ -76,8 +76,9 @@ class Tolerances:
 
 
 def _given_error(name: str, value: np.ndarray, spec, u: float) -> np.ndarray:
-    """A matrix of the spec is exact; any other given (a row of scores, a head's Q) was read
-    from a shown, rounded matrix, unless it has no more places than are shown."""
+    """A matrix of the problem's spec is exact; any other given (a row of scores, a head's Q,
+    which its own solution takes as given) was read from a shown, rounded matrix, unless it has
+    no more places than are shown."""
     if name in spec.matrices:
         return np.zeros_like(value)
     return np.where(_shown_exactly(value, u), 0.0, u)

@@ -29,14 +29,14 @@ PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
 def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> str:
     """A Moodle XML question bank: one cloze question per problem, a category per version."""
-    environment = _web_environment(info.decimals, user_templates, "moodle")
+    environment = web_environment(info.decimals, user_templates, "moodle")
     return environment.get_template("moodle/quiz.xml.j2").render(papers=keys, info=info)
 
 
 def render_practice(keys: list[Paper], info: DocumentInfo,
                     user_templates: Path | None = None) -> dict[str, str]:
     """One practice page per version: practice.html, or practice/version-NN.html."""
-    environment = _web_environment(info.decimals, user_templates, "html")
+    environment = web_environment(info.decimals, user_templates, "html")
     template = environment.get_template("html/practice.html.j2")
     script = Markup(PRACTICE_SCRIPT.read_text(encoding="utf-8"))
     pages = {}
@@ -196,7 +196,7 @@ def grid_name(part, index: int, step) -> str:
     return f"head{part.head}.{step.name}" if part.head is not None else step.name
 
 
-def _web_environment(decimals: int, user_templates: Path | None, prose: str):
+def web_environment(decimals: int, user_templates: Path | None, prose: str):
     """The Markdown environment, escaping HTML, with prose printed for the page (MathML) or
     for Moodle (TeX for its MathJax filter)."""
     environment = markdown_environment(decimals, user_templates, autoescape=True)

@@ -75,7 +75,7 @@ def false_marks(question, decimals):
             key = step.numeric
             name = prefix + step.name if "." not in step.name else step.name
             if step_def.is_given:
-                mine[step.name] = key if step.name in solution.spec.matrices else written.get(
+                mine[step.name] = key if step.name in question.spec.matrices else written.get(
                     name, rounded(key, decimals))
                 continue
             inputs = [mine[i] for i in step_def.inputs]

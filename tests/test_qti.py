@@ -1,0 +1,239 @@
+"""qti.zip as Canvas imports and grades it (tests/canvas_import.py holds Canvas's rules): every
+item imports with its type, its numbers are the key's with a fair margin, a student who rounds
+each step is accepted and a real mistake is not, and each part's points are its marks."""
+
+import os
+import re
+import xml.etree.ElementTree as ElementTree
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import canvas_import as canvas
+from test_marking import by_hand, rounded
+from generator.engine import solve
+from generator.kinds import type_names
+from generator.marking import Tolerances
+from generator.paper import DocumentInfo, answer_keys
+from generator.pipeline import solve_checked
+from generator.qti import render_qti
+from generator.sampling import draw_options, sample_set
+from generator.spec import MISTAKES, mistakes_that_fit
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "qti-small" / "qti.txt"
+QUIZ_TYPES = {"text_only_question", "numerical_question", "multiple_choice_question"}
+
+
+def package_of(questions, tmp_path, decimals, versions=None) -> Path:
+    sets = versions or {1: questions}
+    info = DocumentInfo(decimals=decimals, versioned=len(sets) > 1)
+    path = tmp_path / f"qti-{decimals}.zip"
+    path.write_bytes(render_qti(answer_keys(sets), info))
+    return path
+
+
+def drawn(difficulty, decimals, count=56, seed=17, types=None):
+    types = types or tuple(t for t in type_names() if not (difficulty == "easy" and t == "heads"))
+    return [solve_checked(spec) for spec in sample_set(draw_options(difficulty, decimals=decimals),
+                                                       seed, count, 1, types)]
+
+
+def numerical_items(quizzes):
+    """(question, problem id, part letter, step number, row, column) of every numerical item."""
+    for quiz in quizzes:
+        for question in quiz.questions:
+            if question.question_type == "numerical_question":
+                letter, k, i, j = question.migration_id.rsplit("-", 4)[1:]
+                yield question, question.name.split(" (")[0], letter, int(k), int(i) - 1, int(j) - 1
+
+
+def student_values(question, decimals) -> dict:
+    """Each step's matrix as a student works it by hand (test_marking's rules): every step from
+    their own rounded earlier steps; by the step's identity."""
+    written, by_id = {}, {}
+    for prefix, solution in question.worked:
+        mine = {}
+        for step_def, step in zip(solution.plan, solution.steps):
+            name = prefix + step.name if "." not in step.name else step.name
+            if step_def.is_given:
+                mine[step.name] = step.numeric if step.name in question.spec.matrices else written.get(
+                    name, rounded(step.numeric, decimals))
+                continue
+            mine[step.name] = written[name] = by_hand(step_def, [mine[i] for i in step_def.inputs],
+                                                      decimals, solution.spec)
+            by_id[id(step)] = mine[step.name]
+    return by_id
+
+
+def typed(value: float, decimals: int) -> str:
+    """What the student types: their value to the decimals the quiz asks (at most Canvas's 4,
+    times the scale the item states when the paper shows more)."""
+    scale = 10 ** max(0, decimals - 4)
+    return f"{value * scale:.{min(decimals, 4)}f}"
+
+
+@pytest.mark.parametrize("decimals", [2, 4, 6])
+@pytest.mark.parametrize("difficulty", ["easy", "hard"])
+def test_every_item_imports_and_a_student_who_rounds_is_accepted(difficulty, decimals, tmp_path):
+    questions = drawn(difficulty, decimals, count=28)
+    by_id = {q.spec.id: q for q in questions}
+    quizzes = canvas.import_package(package_of(questions, tmp_path, decimals))
+    assert len(quizzes) == 1 and quizzes[0].title
+    imported = [q for q in quizzes[0].questions]
+    assert {q.question_type for q in imported} <= QUIZ_TYPES
+    assert all(q.name and q.name.split(":")[0].split(" (")[0] in by_id for q in imported)
+    refused, checked = [], 0
+    mine = {pid: student_values(q, decimals) for pid, q in by_id.items()}
+    for item, pid, letter, k, i, j in numerical_items(quizzes):
+        question = by_id[pid]
+        part = next(p for p in question.parts if p.letter == letter)
+        step = part.written[k - 1]
+        assert [a.kind for a in item.answers] == ["exact_answer"], item.migration_id
+        values = mine[pid].get(id(step), rounded(step.numeric, decimals))
+        checked += 1
+        if not canvas.accepts(item, typed(values[i, j], decimals)):
+            refused.append((item.migration_id, typed(values[i, j], decimals), item.answers[0]))
+    assert checked > 200 and refused == []
+
+
+@pytest.mark.parametrize("decimals", [2, 4, 6])
+def test_numerical_answers_are_the_keys_values_with_the_fair_margin(decimals, tmp_path):
+    questions = drawn("medium", decimals, count=21, seed=5)
+    by_id = {q.spec.id: q for q in questions}
+    scale = 10 ** max(0, decimals - 4)
+    for item, pid, letter, k, i, j in numerical_items(canvas.import_package(
+            package_of(questions, tmp_path, decimals))):
+        question = by_id[pid]
+        step = next(p for p in question.parts if p.letter == letter).written[k - 1]
+        tolerance = Tolerances(question, decimals).of(step).chain[i, j] * scale
+        answer = item.answers[0]
+        assert answer.exact == pytest.approx(step.numeric[i, j] * scale, abs=5e-5)
+        off = abs(answer.exact - step.numeric[i, j] * scale)
+        # the margin covers the tolerance, where 4 decimals put the key, and Canvas's rounding
+        assert tolerance + off + 5e-5 <= answer.margin + 1e-12
+        assert answer.margin <= tolerance + off + 5e-5 + 1e-4 + 1e-12
+        assert f"[{i + 1},{j + 1}]" in item.name and item.name.startswith(pid)
+        if scale != 1:
+            assert f"multiplied by {scale}" in item.text
+
+
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_real_mistakes_are_refused(decimals, tmp_path):
+    caught = missed = 0
+    for spec in sample_set(draw_options("medium", decimals=decimals), 23, 30, 1, ("full",)):
+        question = solve_checked(spec)
+        quizzes = canvas.import_package(package_of([question], tmp_path, decimals))
+        items = {}
+        for item, _, letter, k, i, j in numerical_items(quizzes):
+            step = next(p for p in question.parts if p.letter == letter).written[k - 1]
+            items.setdefault(step.name, []).append((item, i, j))
+        slips = [(MISTAKES[m], solve(spec, m)) for m in mistakes_that_fit(spec)]
+        x = [list(row) for row in spec.matrices["X"]]
+        x[0][0] += 1  # a slip of one unit in X
+        slips.append(("Q", solve(replace(spec, matrices={**spec.matrices, "X": tuple(map(tuple, x))}))))
+        for name, wrong in slips:
+            right = question.solution.step(name).numeric
+            theirs = rounded(wrong.step(name).numeric, decimals)
+            asked = items.get(name, [])
+            if theirs.shape != right.shape or not asked:
+                continue
+            if all(rounded(right, decimals)[i, j] == theirs[i, j] for _, i, j in asked):
+                continue  # invisible in the entries asked, at the shown decimals
+            if any(not canvas.accepts(item, typed(theirs[i, j], decimals)) for item, i, j in asked
+                   if np.isfinite(theirs[i, j])):
+                caught += 1
+            else:
+                missed += 1
+    assert caught > 60 and missed == 0
+
+
+def test_each_parts_points_are_its_marks(tmp_path):
+    questions = drawn("hard", 2, count=21, seed=8)
+    quizzes = canvas.import_package(package_of(questions, tmp_path, 2))
+    points = {}
+    for question in quizzes[0].questions:
+        if question.question_type == "text_only_question":
+            assert question.points == 0
+            continue
+        pid, letter = re.match(r"(\S+) \(([a-z])\)", question.name).groups()
+        points[pid, letter] = points.get((pid, letter), Decimal(0)) + Decimal(repr(question.points))
+    marks = {(q.spec.id, p.letter): p.marks for q in questions for p in q.parts}
+    assert points == {key: Decimal(m) for key, m in marks.items()}
+
+
+def test_the_package_is_well_formed_and_its_manifest_lists_every_file(tmp_path, run_cli):
+    assert run_cli("--count", "4", "--seed", "3", "--versions", "3", "--format", "qti",
+                   "--out", tmp_path)[0] == 0
+    files = canvas.read_package(tmp_path / "qti.zip")
+    for name, data in files.items():
+        ElementTree.fromstring(data)  # well-formed
+    assert canvas.check_manifest(files) == [f"version-0{v}.xml" for v in (1, 2, 3)]
+    quizzes = canvas.import_package(tmp_path / "qti.zip")
+    assert [q.title.rsplit(", ", 1)[1] for q in quizzes] == ["version 1", "version 2", "version 3"]
+    assert len({q.migration_id for q in quizzes}) == 3
+
+
+def test_the_same_seed_gives_the_same_package(tmp_path, run_cli):
+    for out in ("a", "b"):
+        assert run_cli("--count", "3", "--seed", "9", "--format", "qti", "--out", tmp_path / out)[0] == 0
+    assert (tmp_path / "a" / "qti.zip").read_bytes() == (tmp_path / "b" / "qti.zip").read_bytes()
+
+
+def test_html_is_what_canvas_keeps_and_feedback_is_the_worked_key(tmp_path):
+    questions = drawn("medium", 4, count=14, seed=2)
+    for question in canvas.import_package(package_of(questions, tmp_path, 4))[0].questions:
+        elements = canvas.html_elements(question.text)
+        assert elements <= canvas.HTML_ELEMENTS | canvas.MATHML_ELEMENTS, elements
+        assert "math" in elements or question.question_type == "multiple_choice_question"
+        assert "\\(" not in question.text and "$" not in question.text  # no literal LaTeX
+        if question.question_type != "text_only_question":
+            assert "Worked answer" in question.neutral_comments
+            assert "**" not in question.neutral_comments
+        for answer in question.answers:
+            assert canvas.html_elements(answer.text) <= canvas.HTML_ELEMENTS | canvas.MATHML_ELEMENTS
+
+
+def test_the_importer_model_catches_the_known_traps():
+    """The rules in canvas_import bite: these are the traps the issue lists."""
+    item = """<questestinterop><assessment ident="a" title="t"><section ident="s">
+      <item ident="{ident}" title="x"><itemmetadata><qtimetadata>
+        <qtimetadatafield><fieldlabel>question_type</fieldlabel><fieldentry>numerical_question</fieldentry></qtimetadatafield>
+        <qtimetadatafield><fieldlabel>points_possible</fieldlabel><fieldentry>1</fieldentry></qtimetadatafield>
+      </qtimetadata></itemmetadata><presentation><material><mattext>q</mattext></material>
+      <response_str ident="response1"><render_fib><response_label ident="answer1"/></render_fib></response_str>
+      </presentation><resprocessing><outcomes><decvar/></outcomes><respcondition><conditionvar><or>
+      <varequal respident="response1">{exact}</varequal><and><{low_tag} respident="response1">{low}</{low_tag}>
+      <varlte respident="response1">{high}</varlte></and></or></conditionvar>
+      <setvar action="Set" varname="SCORE">100</setvar></respcondition></resprocessing></item>
+    </section></assessment></questestinterop>"""
+    def question(ident="i1", exact="2.5", low="2.4", high="2.6", low_tag="vargte"):
+        xml = item.format(ident=ident, exact=exact, low=low, high=high, low_tag=low_tag)
+        return canvas.import_assessment(xml.encode()).questions[0]
+    good = question()
+    assert canvas.accepts(good, "2.45") and not canvas.accepts(good, "2.7")
+    comma = question(exact="2,5", low="2,4", high="2,6")  # a decimal comma: exact 2, no margin
+    assert comma.answers[0].exact == 2.0 and comma.answers[0].margin == 0.0
+    assert not canvas.accepts(comma, "2.5")
+    fives = question(exact="1", low="0.95", high="1.05", low_tag="vargt")  # read as significant digits
+    assert fives.answers[0].kind == "precision_answer"
+    with pytest.raises(canvas.ImportError_):
+        question(ident="1-starts-with-a-digit")
+    with pytest.raises(canvas.ImportError_):
+        canvas.import_assessment(item.replace("<outcomes>", "<response_na/><outcomes>").format(
+            ident="i", exact="1", low="0", high="2", low_tag="vargte").encode())
+    manifest = {"imsmanifest.xml": b'<manifest xmlns="http://www.imsglobal.org/xsd/imsqti_v2p1"/>'}
+    with pytest.raises(canvas.ImportError_):
+        canvas.check_manifest(manifest)
+
+
+def test_a_small_package_matches_its_reviewed_snapshot(tmp_path, run_cli):
+    assert run_cli("--count", "2", "--seed", "7", "--format", "qti", "--out", tmp_path)[0] == 0
+    files = canvas.read_package(tmp_path / "qti.zip")
+    produced = "".join(f"===== {name}\n{data.decode()}" for name, data in files.items())
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+        SNAPSHOT.write_text(produced, encoding="utf-8")
+    assert produced == SNAPSHOT.read_text(encoding="utf-8")
