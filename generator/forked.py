@@ -6,8 +6,8 @@ run's work folder while the parent renders the LaTeX and feeds TeX, so that both
 work.  A child shares the solved problems with the parent (the pages are copied only if
 written) instead of solving them again, and renders exactly what the parent would
 have: the files are the same bytes.  It reports the files it wrote, or the exception
-that stopped it, through a pipe; the parent raises that exception as its own.  A small run is written in one process: a
-fork would cost more than it saves.
+that stopped it, through a pipe; the parent raises that exception as its own.  A small
+run is written in one process: a fork would cost more than it saves.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ keys always number alike.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,6 +164,7 @@ def answer_keys(sets: dict[int, list[Question]]) -> list[Paper]:
 HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
 MAX_HEADER_TEXT = 500
 MAX_EXTRA_FIELDS = 20
+CONTROL_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
 
 
 def header_fields(config: Path | None, given: dict) -> dict:
@@ -174,6 +176,9 @@ def header_fields(config: Path | None, given: dict) -> dict:
     for name, text in [*fields.items(), *((f"extra.{k}", v) for k, v in extra.items())]:
         if not isinstance(text, str) or len(text) > MAX_HEADER_TEXT:
             raise SpecError(f"{name} must be text of at most {MAX_HEADER_TEXT} characters")
+        if (bad := CONTROL_CHARACTER.search(text)):
+            raise SpecError(f"{name} holds the control character U+{ord(bad.group()):04X}, which no "
+                            "document can print (XML cannot even hold it)")
     return {**fields, "extra": tuple(sorted(extra.items()))} if extra else fields
 
 

@@ -23,7 +23,7 @@ import io
 import math
 import zipfile
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from pathlib import Path
 
@@ -159,11 +159,9 @@ def asked_entries(step) -> tuple[list[tuple[int, int]], str]:
 
 
 def item_shares(part, entries_per_step: list[int]) -> list[Fraction]:
-    """Each item's share of the part's marks: the steps share them as the paper does (by
-    their step marks, else equally), a choice counting as one more step; a step's share is
-    split evenly between the entries asked."""
-    weights = (list(part.step_marks) if part.step_marks and part.written == part.steps
-               else [1] * len(part.written)) + ([1] if part.item else [])
+    """Each item's share of the part's marks: as the part divides them between its steps and
+    its choice (``Part.answer_weights``), a step's share split evenly between the entries asked."""
+    weights = part.answer_weights
     total = sum(weights)
     counts = entries_per_step + ([1] if part.item else [])
     return [Fraction(w, total * n) for w, n in zip(weights, counts) for _ in range(n)]
@@ -189,15 +187,17 @@ def canvas_answer(value: float, tolerance: float) -> NumericAnswer:
     the marking rule accepts: its tolerance, what keeping 4 decimals moved the key, and half a
     unit of the 4th place (Canvas rounds a typed answer to 4 places before comparing)."""
     unit = Decimal(1).scaleb(-CANVAS_PLACES)
-    exact = Decimal(repr(float(value))).quantize(unit, ROUND_HALF_UP)
-    need = Decimal(repr(float(tolerance))) + abs(Decimal(repr(float(value))) - exact) + unit / 2
-    margin = max(need.quantize(unit, ROUND_CEILING), unit)
-    return NumericAnswer(plain(exact), plain(exact - margin), plain(exact + margin))
+    with localcontext(prec=400):  # a float's every digit, however large (1e300 has 301)
+        exact = Decimal(repr(float(value))).quantize(unit, ROUND_HALF_UP)
+        need = Decimal(repr(float(tolerance))) + abs(Decimal(repr(float(value))) - exact) + unit / 2
+        margin = max(need.quantize(unit, ROUND_CEILING), unit)
+        return NumericAnswer(plain(exact), plain(exact - margin), plain(exact + margin))
 
 
 def plain(number: Decimal) -> str:
     """A plain decimal (never exponent form, which Canvas misreads), without trailing zeros."""
-    text = format(number.normalize(), "f")
+    with localcontext(prec=400):
+        text = format(number.normalize(), "f")
     return "0" if text in ("-0", "0") else text
 
 

@@ -47,6 +47,15 @@ class Part:
         if not self.grids:
             return ()
         return self.steps if self.offered is None else self.offered
+
+    @property
+    def answer_weights(self) -> list[int]:
+        """How the part's marks divide between what the student answers (every format that
+        marks shares them so): its written steps by their step marks, else equally, and its
+        choice as one more step."""
+        steps = self.written
+        return ((list(self.step_marks) if self.step_marks and steps == self.steps else [1] * len(steps))
+                + ([1] if self.item else []))
     grid_names: tuple[str, ...] = ()  # its steps' names on the practice page, where not their own
 
 

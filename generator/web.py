@@ -93,8 +93,7 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
     shares = []
     for part in question.parts:
         steps = part.written
-        weights = (list(part.step_marks) if part.step_marks and steps == part.steps
-                   else [1] * len(steps)) + ([1] if part.item else [])
+        weights = part.answer_weights
         total = sum(weights)
         cells = [sum(1 for x in step.numeric.flat if math.isfinite(x)) for step in steps]
         shares.append([Fraction(part.marks * w, total * n) for w, n in

@@ -100,7 +100,7 @@ def test_unreadable_files(tmp_path, run_cli, text, suffix, expected):
     (["--count", "100000"], "--count must be a whole number from 1 to 2000, got 100000"),
     (["--count", "ten"], "argument --count: invalid int value: 'ten'"),
     (["--decimals", "-1"], "--decimals must be a whole number from 0 to 10"),
-    (["--format", "docx"], "unknown format 'docx' (expected some of: md, json, html, moodle)"),
+    (["--format", "docx"], "unknown format 'docx' (expected some of: md, json, html, moodle, qti)"),
     (["--colour"], "unrecognized arguments: --colour"),
     (["--templates", "/no/such/folder"], "--templates /no/such/folder: no such folder"),
 ])
@@ -188,6 +188,14 @@ def test_a_deep_header_config_is_one_line(tmp_path, run_cli):
     config.write_text("course = " + "[" * DEEP + "]" * DEEP)
     assert_one_line_error(*run_cli("--config", config, "--out", tmp_path / "o"),
                           "malformed TOML (nested too deeply)")
+
+
+@pytest.mark.parametrize("title", ["Quiz \x01 one", "tab\tok but bell \x07", "\x1b[31mred"])
+def test_a_header_with_a_control_character_is_one_line(tmp_path, run_cli, title):
+    # XML (Moodle, the Canvas package) cannot hold it at all; TeX would print garbage
+    assert_one_line_error(*run_cli("--title", title, "--format", "qti,moodle", "--out", tmp_path / "o"),
+                          "control character")
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("entry", ["((((9)^8)^8)^8)^8", "((((9)^8)^8)^8)^-8",

@@ -203,9 +203,11 @@ def test_the_importer_model_catches_the_known_traps():
         <qtimetadatafield><fieldlabel>question_type</fieldlabel><fieldentry>numerical_question</fieldentry></qtimetadatafield>
         <qtimetadatafield><fieldlabel>points_possible</fieldlabel><fieldentry>1</fieldentry></qtimetadatafield>
       </qtimetadata></itemmetadata><presentation><material><mattext>q</mattext></material>
-      <response_str ident="response1"><render_fib><response_label ident="answer1"/></render_fib></response_str>
+      <response_str ident="response1"><render_fib><response_label ident="answer1"/></render_fib>
+      </response_str>
       </presentation><resprocessing><outcomes><decvar/></outcomes><respcondition><conditionvar><or>
-      <varequal respident="response1">{exact}</varequal><and><{low_tag} respident="response1">{low}</{low_tag}>
+      <varequal respident="response1">{exact}</varequal>
+      <and><{low_tag} respident="response1">{low}</{low_tag}>
       <varlte respident="response1">{high}</varlte></and></or></conditionvar>
       <setvar action="Set" varname="SCORE">100</setvar></respcondition></resprocessing></item>
     </section></assessment></questestinterop>"""
@@ -230,10 +232,25 @@ def test_the_importer_model_catches_the_known_traps():
 
 
 def test_a_small_package_matches_its_reviewed_snapshot(tmp_path, run_cli):
-    assert run_cli("--count", "2", "--seed", "7", "--format", "qti", "--out", tmp_path)[0] == 0
+    assert run_cli("--count", "2", "--seed", "7", "--practice", "--format", "qti",
+                   "--out", tmp_path)[0] == 0
     files = canvas.read_package(tmp_path / "qti.zip")
     produced = "".join(f"===== {name}\n{data.decode()}" for name, data in files.items())
     if os.environ.get("UPDATE_SNAPSHOTS"):
         SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
         SNAPSHOT.write_text(produced, encoding="utf-8")
     assert produced == SNAPSHOT.read_text(encoding="utf-8")
+
+
+def test_huge_values_are_plain_decimals_that_canvas_reads(tmp_path, run_cli):
+    spec = tmp_path / "big.toml"
+    ones = [[1, 0]] * 12
+    spec.write_text(f'X = {[[1000] * 12, [1] * 12]}\nW_Q = {ones}\nW_K = {ones}\n'
+                    f'W_V = {[[1000, 1]] * 12}\nscale = "1/100000000"\n')
+    assert run_cli("--spec", spec, "--format", "qti", "--out", tmp_path / "o")[0] == 0
+    files = canvas.read_package(tmp_path / "o" / "qti.zip")
+    bounds = re.findall(rb"<var(?:equal|gte|lte) respident=\"response1\">([^<]*)<", files["quiz.xml"])
+    numbers = [b.decode() for b in bounds if not b.startswith(b"choice")]
+    assert numbers and all(re.fullmatch(r"-?\d+(\.\d+)?", n) for n in numbers)
+    quiz = canvas.import_package(tmp_path / "o" / "qti.zip")[0]
+    assert any(a.exact >= 1e7 for q in quiz.questions for a in q.answers if a.kind == "exact_answer")
