@@ -74,12 +74,7 @@ class Quiz:
     ident: str
     title: str
     file: str
-    version: int
     sections: tuple[QuizSection, ...]
-
-    @property
-    def points(self) -> Decimal:
-        return sum((item.points for s in self.sections for item in s.items), Decimal(0))
 
 
 def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> bytes:
@@ -120,7 +115,7 @@ def build_quiz(paper: Paper, info: DocumentInfo, package: str) -> Quiz:
                                  tuple(problem_items(problem, info.decimals, ident)))
                      for problem in paper.problems)
     file = f"version-{paper.version:02d}.xml" if info.versioned else "quiz.xml"
-    return Quiz(ident, title, file, paper.version, sections)
+    return Quiz(ident, title, file, sections)
 
 
 def problem_items(problem, decimals: int, quiz: str):
