@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 
 import numpy as np
 import sympy
@@ -182,9 +181,12 @@ class Evaluator:
         """Σ a·b exactly; in Python's fractions when every factor is rational (most
         problems), which is many times faster than sympy's arithmetic."""
         if all(a.exact.is_Rational and b.exact.is_Rational for a, b in pairs):
-            total = sum(Fraction(a.exact.p, a.exact.q) * Fraction(b.exact.p, b.exact.q)
-                        for a, b in pairs)
-            return self(sympy.Rational(total.numerator, total.denominator))
+            numerator, denominator = 0, 1  # over one denominator, reduced once at the end
+            for a, b in pairs:
+                p, q = a.exact.p * b.exact.p, a.exact.q * b.exact.q
+                numerator, denominator = ((numerator + p, denominator) if q == denominator
+                                          else (numerator * q + p * denominator, denominator * q))
+            return self(sympy.Rational(numerator, denominator))
         if any(a.exact.has(sympy.exp) or b.exact.has(sympy.exp) for a, b in pairs):
             return self.blend(pairs, weights_sum_to_one=False)  # softmax outputs: left as written
         total = sympy.Add(*(a.exact * b.exact for a, b in pairs))

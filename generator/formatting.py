@@ -59,10 +59,14 @@ def rational_value(num: Num) -> sympy.Rational | None:
     exact = num.exact
     if exact.is_Rational:
         return exact
-    if exact is sympy.S.NegativeInfinity or abs(num.value) > 1e12 or _larger_than(exact, PROVABLE):
+    if exact is sympy.S.NegativeInfinity or abs(num.value) > 1e12:
         return None
-    candidate = sympy.Rational(round(num.value * 10**MAX_SHORT_PLACES), 10**MAX_SHORT_PLACES)
-    if abs(num.value - float(candidate)) > 1e-15 * max(1.0, abs(num.value)):
+    # Most values are far from any short decimal: the float says so at once.
+    scaled = round(num.value * 10**MAX_SHORT_PLACES)
+    if abs(num.value - scaled / 10**MAX_SHORT_PLACES) > 2e-15 * max(1.0, abs(num.value)):
+        return None
+    candidate = sympy.Rational(scaled, 10**MAX_SHORT_PLACES)
+    if abs(num.value - float(candidate)) > 1e-15 * max(1.0, abs(num.value)) or _larger_than(exact, PROVABLE):
         return None
     if abs(sympy.N(exact - candidate, 50)) > sympy.Rational(1, 10**40):
         return None
@@ -86,10 +90,11 @@ def decimal_text(num: Num, decimals: int) -> str:
     exact = num.exact
     if exact is sympy.S.NegativeInfinity:
         return "-inf"
-    exact = rational_value(num) if is_exact_at(num, decimals) else exact
+    exact_here = is_exact_at(num, decimals)
+    exact = rational_value(num) if exact_here else exact
     if exact.is_Rational:
         value = Decimal(exact.p) / Decimal(exact.q) if exact.q != 1 else Decimal(exact.p)
-        if exact.q != 1 and not is_exact_at(num, decimals):
+        if exact.q != 1 and not exact_here:
             # Decimal division at 28 digits is not exact: round the rational itself.
             value = _round_rational(exact, decimals)
     else:
@@ -97,7 +102,7 @@ def decimal_text(num: Num, decimals: int) -> str:
     if abs(value) >= SCIENTIFIC_FROM:
         return f"{value:.{decimals}e}"
     text = f"{value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
-    if is_exact_at(num, decimals) and "." in text:
+    if exact_here and "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" + text[2:] if text.startswith("-0") and set(text[1:]) <= set("0.") else text
 
