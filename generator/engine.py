@@ -208,14 +208,17 @@ class Evaluator:
 
     def blend(self, pairs, weights_sum_to_one: bool) -> Num:
         """sum of weight·value, left as written (no document shows it simplified)."""
-        values = {v.exact for w, v in pairs if w.exact != 0}
+        # Exact 0 and 1 are sympy's singletons: ``is`` asks what ``== 0`` asks, without
+        # turning 0 into a sympy number each time (a large set blends millions of terms).
+        zero, one = sympy.S.Zero, sympy.S.One
+        values = {v.exact for w, v in pairs if w.exact is not zero}
         if weights_sum_to_one and len(values) == 1:  # blending equal values gives that value
             return self(values.pop())
-        kept = [(w.exact, v.exact) for w, v in pairs if w.exact != 0 and v.exact != 0]
+        kept = [(w.exact, v.exact) for w, v in pairs if w.exact is not zero and v.exact is not zero]
         denominator = _shared_denominator([w for w, _ in kept])
         if denominator is not None:  # softmax weights e_j/S: written once over S, not S each time
             kept = [(w.args[0], v) for w, v in kept]
-        terms = [w if v == 1 else sympy.Mul(w, v, evaluate=False) for w, v in kept]
+        terms = [w if v is one else sympy.Mul(w, v, evaluate=False) for w, v in kept]
         exact = sympy.Add(*terms, evaluate=False) if terms else sympy.S.Zero
         if denominator is not None:
             exact = sympy.Mul(exact, sympy.Pow(denominator, -1), evaluate=False)
@@ -396,10 +399,18 @@ def softmax_step(scores: Step, num: Evaluator, by_columns: bool = False) -> Step
 
 def _softmax_row(index: int, row: tuple[Num, ...], num: Evaluator) -> SoftmaxRow:
     inputs = tuple(None if s.exact is MASKED else s for s in row)
-    exponentials = tuple(None if s is None else num(sympy.exp(s.exact)) for s in inputs)
+    exponentials = tuple(None if s is None else num(_exp(s.exact)) for s in inputs)
     total = num.total([e for e in exponentials if e is not None])
     weights = tuple(num(sympy.S.Zero) if e is None else num.quotient(e, total) for e in exponentials)
     return SoftmaxRow(index, inputs, exponentials, total, weights)
+
+
+def _exp(x: sympy.Expr) -> sympy.Expr:
+    """e^x; for a rational x other than 0 and 1, which sympy leaves as exp(x) anyway, without
+    the assumptions its evaluation asks (most of a softmax's time)."""
+    if x.is_Rational and x is not sympy.S.Zero and x is not sympy.S.One:
+        return sympy.exp(x, evaluate=False)
+    return sympy.exp(x)
 
 
 def blend_step(weights: Step, v: Step, num: Evaluator, rows_sum_to_one: bool = True) -> Step:

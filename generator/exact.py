@@ -14,6 +14,8 @@ import re
 import reprlib
 
 import sympy
+from mpmath.libmp import from_int, mpf_div, mpf_exp, round_nearest
+from mpmath.libmp import to_float as mpmath_float
 
 ALLOWED = "numbers, + - * / ^, parentheses and sqrt(...)"
 MAX_ENTRY_TEXT = 100      # characters in one exact string
@@ -53,7 +55,16 @@ def to_float(value: sympy.Expr) -> float:
         return float(value)
     if value is sympy.S.NegativeInfinity:
         return -math.inf
+    if isinstance(value, sympy.exp) and value.args[0].is_Rational:
+        return _exp_of_rational(value.args[0].p, value.args[0].q)
     return float(value.evalf(30))
+
+
+def _exp_of_rational(p: int, q: int) -> float:
+    """e^(p/q) at 120 bits, then rounded to float64: what evalf(30) gives, eight times as
+    fast (a softmax's exponentials are most of a large set's evaluations)."""
+    bits = 120
+    return mpmath_float(mpf_exp(mpf_div(from_int(p), from_int(q), bits), bits), rnd=round_nearest)
 
 
 def _literal(number) -> sympy.Expr:
