@@ -163,11 +163,11 @@ def item_shares(part, entries_per_step: list[int]) -> list[Fraction]:
 
 
 def split_points(marks: int, shares: list[Fraction]) -> list[Decimal]:
-    """Points per item that add up to exactly the part's marks: to hundredths (finer where a
-    part has so many items that a hundredth each would not do), the last hundredths going to
-    the items that were rounded down the most."""
+    """Points per item that add up to exactly the part's marks: to hundredths (finer where an
+    item's share would not make a hundredth), the last hundredths going to the items that were
+    rounded down the most."""
     places = 2
-    while marks * 10**places < len(shares):
+    while min(shares) * marks * 10**places < 1:  # every item worth at least one unit
         places += 1
     unit = 10**places
     exact = [share * marks * unit for share in shares]
