@@ -121,6 +121,8 @@ def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:
     """The exact form when it is short and says more than the decimal (1/3, sqrt(2)/2)."""
     if is_exact_at(num, decimals) or num.exact is sympy.S.NegativeInfinity:
         return None
+    if _larger_than(num.exact, 3 * limit):  # no form of so many parts prints so short
+        return None
     text = exact_text(num)
     return text if len(text) <= limit else None
 
