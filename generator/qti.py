@@ -90,6 +90,18 @@ def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | Non
     return zipped(files)
 
 
+MANY_QUIZZES = 6  # beyond this many versions, Canvas leaves the teacher much assigning to do
+
+
+def package_notes(versions: int) -> list[str]:
+    """What a teacher should know before importing: a quiz per version, each assigned by hand."""
+    if versions <= MANY_QUIZZES:
+        return []
+    return [f"qti.zip holds {versions} quizzes, one per version (each student of a roster "
+            "sits their own unless --versions says how many): Canvas imports each as a quiz to "
+            "assign to its students; --versions 2 to 4 gives quizzes to assign by section"]
+
+
 def zipped(files: dict[str, str]) -> bytes:
     """A zip of the files, in order, with fixed dates: the same files give the same bytes."""
     buffer = io.BytesIO()

@@ -254,3 +254,16 @@ def test_huge_values_are_plain_decimals_that_canvas_reads(tmp_path, run_cli):
     assert numbers and all(re.fullmatch(r"-?\d+(\.\d+)?", n) for n in numbers)
     quiz = canvas.import_package(tmp_path / "o" / "qti.zip")[0]
     assert any(a.exact >= 1e7 for q in quiz.questions for a in q.answers if a.kind == "exact_answer")
+
+
+def test_a_roster_of_own_versions_is_told_what_canvas_makes_of_it(tmp_path, run_cli):
+    roster = tmp_path / "class.csv"
+    roster.write_text("id,name\n" + "".join(f"s{k},Student {k}\n" for k in range(8)))
+    code, _, err = run_cli("--count", "1", "--seed", "2", "--students", roster, "--format", "qti",
+                           "--out", tmp_path / "o")
+    assert code == 0 and "qti.zip holds 8 quizzes" in err and "--versions" in err
+    assert len(canvas.import_package(tmp_path / "o" / "qti.zip")) == 8
+    code, _, err = run_cli("--count", "1", "--seed", "2", "--students", roster, "--versions", "2",
+                           "--format", "qti", "--out", tmp_path / "p")
+    assert code == 0 and "quizzes" not in err
+    assert len(canvas.import_package(tmp_path / "p" / "qti.zip")) == 2
