@@ -79,5 +79,15 @@ def run_cli(capsys):
     return run
 
 
+@pytest.fixture
+def huge_spec(tmp_path) -> Path:
+    """A teacher's spec whose values run past 1e7 (V is 12,000,000): no exponent form anywhere."""
+    spec = tmp_path / "big.toml"
+    ones = [[1, 0]] * 12
+    spec.write_text(f'X = {[[1000] * 12, [1] * 12]}\nW_Q = {ones}\nW_K = {ones}\n'
+                    f'W_V = {[[1000, 1]] * 12}\nscale = "1/100000000"\n')
+    return spec
+
+
 def torch_or_skip():
     return pytest.importorskip("torch", reason="torch 2.13.0 CPU is the optional 'verify' extra")

@@ -122,12 +122,8 @@ def test_a_choice_shows_no_escapes_even_with_cloze_characters(tmp_path, run_cli)
     assert parsed[0]["answers"] == [nasty, "other"]
 
 
-def test_huge_values_are_plain_decimals(tmp_path, run_cli):
-    spec = tmp_path / "big.toml"
-    ones = [[1, 0]] * 12
-    spec.write_text(f'X = {[[1000] * 12, [1] * 12]}\nW_Q = {ones}\nW_K = {ones}\n'
-                    f'W_V = {[[1000, 1]] * 12}\nscale = "1/100000000"\n')
-    assert run_cli("--spec", spec, "--format", "moodle", "--out", tmp_path / "o")[0] == 0
+def test_huge_values_are_plain_decimals(tmp_path, run_cli, huge_spec):
+    assert run_cli("--spec", huge_spec, "--format", "moodle", "--out", tmp_path / "o")[0] == 0
     text = (tmp_path / "o" / "moodle.xml").read_text()
     gaps = [g for g in extract_question(text) if g["type"] == "numerical"]
     assert gaps and not any("e" in a.lower() for g in gaps for a in g["answers"])

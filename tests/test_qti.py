@@ -242,12 +242,8 @@ def test_a_small_package_matches_its_reviewed_snapshot(tmp_path, run_cli):
     assert produced == SNAPSHOT.read_text(encoding="utf-8")
 
 
-def test_huge_values_are_plain_decimals_that_canvas_reads(tmp_path, run_cli):
-    spec = tmp_path / "big.toml"
-    ones = [[1, 0]] * 12
-    spec.write_text(f'X = {[[1000] * 12, [1] * 12]}\nW_Q = {ones}\nW_K = {ones}\n'
-                    f'W_V = {[[1000, 1]] * 12}\nscale = "1/100000000"\n')
-    assert run_cli("--spec", spec, "--format", "qti", "--out", tmp_path / "o")[0] == 0
+def test_huge_values_are_plain_decimals_that_canvas_reads(tmp_path, run_cli, huge_spec):
+    assert run_cli("--spec", huge_spec, "--format", "qti", "--out", tmp_path / "o")[0] == 0
     files = canvas.read_package(tmp_path / "o" / "qti.zip")
     bounds = re.findall(rb"<var(?:equal|gte|lte) respident=\"response1\">([^<]*)<", files["quiz.xml"])
     numbers = [b.decode() for b in bounds if not b.startswith(b"choice")]
