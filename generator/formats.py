@@ -94,4 +94,4 @@ register(Driver("html", lambda r: render_practice(r.keys, r.info, r.templates),
 register(Driver("moodle", lambda r: {"moodle.xml": render_moodle(r.keys, r.info, r.templates)},
                 files=("moodle.xml",), help="a Moodle XML question bank"))
 register(Driver("qti", lambda r: {"qti.zip": render_qti(r.keys, r.info, r.templates)},
-                files=("qti.zip",), help="a QTI 1.2 quiz package for Canvas (Brightspace, Blackboard)"))
+                files=("qti.zip",), help="a QTI 1.2 quiz package for Canvas"))
