@@ -237,7 +237,8 @@ def test_a_format_registered_in_the_table_is_offered_and_owned(tmp_path, run_cli
     assert run_cli("--count", 1, "--out", tmp_path)[0] == 0  # a run without it removes its file
     assert not (tmp_path / "outputs.csv").exists()
     from generator.cli import build_parser
-    assert "csv: every output matrix as CSV" in " ".join(build_parser().format_help().split())  # however it wraps
+    help_text = " ".join(build_parser().format_help().split())  # however argparse wraps it
+    assert "csv: every output matrix as CSV" in help_text
 
 
 def test_exponentials_of_big_scores_are_summed_in_scientific_notation(tmp_path, run_cli):
