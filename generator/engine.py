@@ -178,7 +178,7 @@ class Evaluator:
         return self._cache[exact]
 
     def dot(self, pairs) -> Num:
-        """Σ a·b exactly; in Python's fractions when every factor is rational (most
+        """Σ a·b exactly; in Python's integers when every factor is rational (most
         problems), which is many times faster than sympy's arithmetic."""
         if all(a.exact.is_Rational and b.exact.is_Rational for a, b in pairs):
             numerator, denominator = 0, 1  # over one denominator, reduced once at the end

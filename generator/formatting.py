@@ -61,13 +61,13 @@ def rational_value(num: Num) -> sympy.Rational | None:
         return exact
     if exact is sympy.S.NegativeInfinity or abs(num.value) > 1e12:
         return None
-    # Most values are far from any short decimal: the float says so at once.
+    # Most values are far from any short decimal: the float says so at once (an int divided
+    # by an int is correctly rounded, as float() of the sympy Rational is).
     scaled = round(num.value * 10**MAX_SHORT_PLACES)
-    if abs(num.value - scaled / 10**MAX_SHORT_PLACES) > 2e-15 * max(1.0, abs(num.value)):
+    if (abs(num.value - scaled / 10**MAX_SHORT_PLACES) > 1e-15 * max(1.0, abs(num.value))
+            or _larger_than(exact, PROVABLE)):
         return None
     candidate = sympy.Rational(scaled, 10**MAX_SHORT_PLACES)
-    if abs(num.value - float(candidate)) > 1e-15 * max(1.0, abs(num.value)) or _larger_than(exact, PROVABLE):
-        return None
     if abs(sympy.N(exact - candidate, 50)) > sympy.Rational(1, 10**40):
         return None
     # Over one denominator, the numerator of a true zero expands to 0; what this cannot prove

@@ -32,8 +32,7 @@ from .engine import Num
 from .kinds import TYPES
 from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
-from .typesetting import (PDFLATEX, needs_unicode, right_to_left, typeset_with_pdflatex,
-                          typesetting_for, typesetting_of)
+from .typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
 
 # In the repository (and an editable install) the templates are at its top; an installed
 # wheel carries them inside the package.
@@ -104,8 +103,9 @@ class ForeignCharacters:
         self.on_found = on_found
 
     def write(self, text: str) -> None:
-        if needs_unicode(text):
-            self.found |= {c for c in set(text) if not typeset_with_pdflatex(c)}
+        lacking = pdflatex_lacks(text)
+        if lacking:
+            self.found |= lacking
             if self.on_found:
                 self.on_found()
 

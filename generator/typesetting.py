@@ -76,15 +76,15 @@ def typeset_with_pdflatex(character: str) -> bool:
     return any(low <= code <= high for low, high in PDFLATEX_RANGES)
 
 
-def needs_unicode(text: str) -> bool:
-    """Whether any character of ``text`` is one pdflatex cannot typeset."""
-    return not all(typeset_with_pdflatex(c) for c in set(text))
+def pdflatex_lacks(text: str) -> set[str]:
+    """The characters of ``text`` that pdflatex cannot typeset."""
+    return {c for c in set(text) if not typeset_with_pdflatex(c)}
 
 
 def typesetting_for(source: str) -> Typesetting:
     """pdflatex when it can typeset every character of the source; else LuaLaTeX with the
     fallback fonts those characters need."""
-    return typesetting_of({c for c in set(source) if not typeset_with_pdflatex(c)})
+    return typesetting_of(pdflatex_lacks(source))
 
 
 def typesetting_of(others: set[str]) -> Typesetting:
