@@ -1,16 +1,24 @@
-"""Each student's PDF carries only the font data its own pages use, and looks exactly
-like its pages in the combined document (rendered by poppler, pixel for pixel)."""
+"""Each student's PDF carries only the font data its own pages use, as compact (CFF)
+fonts with the same outlines, and looks exactly like its pages in the combined document
+(rendered by poppler pixel for pixel at screen size, and within anti-aliasing at print
+detail)."""
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
+import numpy
 import pikepdf
 import pytest
+from fontTools.cffLib import CFFFontSet, TopDictDecompiler
+from fontTools.misc.psCharStrings import T1CharString
+from fontTools.pens.recordingPen import RecordingPen
 
-from generator import pdfcut, type1
+from generator import cff, pdfcut, type1
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
                                 reason="needs pdflatex and poppler-utils")
@@ -70,18 +78,154 @@ def test_the_answer_keys_too(class_run, tmp_path):
         page += count
 
 
-def test_a_paper_carries_a_fraction_of_the_fonts(class_run):
-    """Cut plainly, a paper holds every subroutine of every font (some 125 kB)."""
+def compact_font(descriptor):
+    """The CFF font a descriptor embeds, read by fontTools (which checks its structure)."""
+    assert "/FontFile" not in descriptor and descriptor.FontFile3.Subtype == "/Type1C"
+    fonts = CFFFontSet()
+    fonts.decompile(io.BytesIO(bytes(descriptor.FontFile3.read_bytes())), None)
+    return fonts[fonts.fontNames[0]]
+
+
+def test_a_paper_carries_only_the_glyphs_it_shows_as_compact_fonts(class_run):
+    """Cut plainly, a paper holds every glyph of every font in Type 1 (some 125 kB); each is
+    now a CFF font of just the glyphs its pages show."""
     for paper in sorted((class_run / "papers").glob("*.pdf")):
         with pikepdf.open(paper) as pdf:
             files = pdfcut.font_files(pdf)
-            assert files
-            for stream, _, glyphs in files:
-                program = type1.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
-                                               int(stream.Length2))
-                assert program is not None
+            assert not files  # no Type 1 program is left
+            shown: dict = {}  # fonts in two encodings share a descriptor, and their glyphs
+            for font, glyphs in pdfcut.glyphs_shown(pdf).values():
+                _, names = shown.setdefault(font.FontDescriptor.objgen, (font.FontDescriptor, set()))
+                names |= {g.decode() for g in glyphs}
+            assert shown
+            for descriptor, names in shown.values():
+                assert set(compact_font(descriptor).CharStrings.keys()) == names | {".notdef"}
+        assert paper.stat().st_size < 60_000, paper.name
+
+
+def outline(charstring) -> list:
+    """A glyph's contours as points, with a point inside a straight run left out (Type 2's
+    shorter operators may join two collinear lines into one)."""
+    pen = RecordingPen()
+    charstring.draw(pen)
+    contours, points = [], []
+    for operator, arguments in pen.value:
+        if operator in ("closePath", "endPath"):
+            contours.append(points)
+            points = []
+            continue
+        if (operator == "lineTo" and len(points) >= 2 and points[-1][0] == "lineTo"
+                and _collinear(points[-2][1][-1], points[-1][1][-1], arguments[-1])):
+            points.pop()
+        points.append((operator, tuple(arguments)))
+    return contours + ([points] if points else [])
+
+
+def _collinear(a, b, c) -> bool:
+    return (b[0] - a[0]) * (c[1] - b[1]) == (b[1] - a[1]) * (c[0] - b[0])
+
+
+def test_every_glyph_keeps_its_outline_point_for_point_and_its_width(class_run):
+    with pikepdf.open(class_run / "questions.pdf") as combined:
+        programs = {}
+        for stream, descriptors, _ in pdfcut.font_files(combined):
+            program = type1.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
+                                          int(stream.Length2))
+            subrs = [T1CharString(bytecode=entry.code) for entry in program.subrs]
+            for descriptor in descriptors:
+                programs[str(descriptor.FontName)] = (program, subrs)
+    checked = 0
+    for paper in sorted((class_run / "papers").glob("*.pdf")):
+        with pikepdf.open(paper) as pdf:
+            for font, _ in pdfcut.glyphs_shown(pdf).values():
+                program, subrs = programs[str(font.FontDescriptor.FontName)]
+                cff = compact_font(font.FontDescriptor)
+                for name in cff.CharStrings.keys():
+                    original = T1CharString(bytecode=program.glyphs[name.encode()].code, subrs=subrs)
+                    compact = cff.CharStrings[name]
+                    assert outline(compact) == outline(original), name
+                    # a width such as 14886/29 is kept to Type 2's 1/65536 (PDF's /Widths place the glyphs)
+                    assert abs(compact.width - original.width) <= 2 ** -16, name
+                    checked += 1
+    assert checked > 500
+
+
+def test_every_paper_looks_like_its_pages_at_print_detail(class_run, tmp_path):
+    """At 150 dpi the compact fonts' unhinted outlines are anti-aliased a shade differently
+    here and there; a glyph missing, swapped or moved by a pixel is not."""
+    combined, page = class_run / "questions.pdf", 1
+    for paper in sorted((class_run / "papers").glob("*.pdf"))[:2]:
+        count = len(pikepdf.open(paper).pages)
+        mine = grey_pages(paper, 1, count, tmp_path)
+        theirs = grey_pages(combined, page, page + count - 1, tmp_path)
+        for a, b in zip(mine, theirs):
+            assert a.shape == b.shape
+            assert blocks(a, b).max() < 24, paper.name  # 4x4 pixel blocks, mean difference
+        page += count
+
+
+def grey_pages(pdf: Path, first: int, last: int, folder: Path) -> list:
+    subprocess.run(["pdftoppm", "-r", "150", "-gray", "-f", str(first), "-l", str(last), pdf,
+                    folder / "grey"], check=True)
+    pages = sorted(folder.glob("grey-*.pgm"))
+    images = []
+    for page in pages:
+        header, width_height, _, data = page.read_bytes().split(b"\n", 3)
+        width, height = map(int, width_height.split())
+        images.append(numpy.frombuffer(data, numpy.uint8).reshape(height, width).astype(int))
+        page.unlink()
+    return images
+
+
+def blocks(a, b, size: int = 4):
+    height, width = (a.shape[0] // size) * size, (a.shape[1] // size) * size
+    difference = numpy.abs(a - b)[:height, :width]
+    return difference.reshape(height // size, size, width // size, size).mean(axis=(1, 3))
+
+
+def test_a_font_that_cannot_be_rewritten_stays_type_1(class_run):
+    """A composite accent (seac names two other glyphs) or an unusual font matrix: None, and
+    the cutter keeps the Type 1 font (cut, or whole)."""
+    with pikepdf.open(class_run / "questions.pdf") as combined:
+        stream, _, glyphs = pdfcut.font_files(combined)[0]
+        program = type1.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
+                                      int(stream.Length2))
+    assert cff.type1c(program, glyphs) is not None
+    seac = type1._encoded(0) + type1._encoded(0) + type1._encoded(0) + type1._encoded(65) + \
+        type1._encoded(194) + bytes([12, 6])
+    name = sorted(glyphs)[0]
+    accented = replace(program, glyphs={**program.glyphs, name: replace(program.glyphs[name],
+                                                                        code=seac)})
+    assert cff.type1c(accented, glyphs) is None
+    skewed = replace(program, clear=program.clear.replace(b"0.001 0 0 0.001", b"0.002 0 0 0.002"))
+    assert cff.type1c(skewed, glyphs) is None
+
+
+def test_where_no_font_can_be_rewritten_each_is_cut_as_type_1(class_run, monkeypatch):
+    monkeypatch.setattr(pdfcut, "type1c", lambda program, glyphs: None)
+    with pikepdf.open(class_run / "questions.pdf") as combined, pikepdf.new() as paper:
+        paper.pages.extend(combined.pages[:2])
+        before = {stream.objgen: int(stream.Length2) for stream, _, _ in pdfcut.font_files(paper)}
+        pdfcut.subset_fonts(paper)
+        cut = 0
+        for stream, _, glyphs in pdfcut.font_files(paper):
+            program = type1.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
+                                          int(stream.Length2))
+            if before[stream.objgen] >= pdfcut.WORTH_CUTTING:  # a smaller one stays whole
                 assert program.glyphs.keys() == glyphs | {b".notdef"}  # nothing else is left
-        assert paper.stat().st_size < 120_000, paper.name
+                cut += 1
+        assert cut >= 3
+
+
+def test_dict_numbers_read_back_as_written():
+    for value in (-40000, -1132, -1131, -108, -107, 0, 107, 108, 1131, 1132, 40000, 70000):
+        decoded = TopDictDecompiler([], None)
+        decoded.decompile(cff._integer(value) + b"\x0c\x03")  # then "UnderlinePosition"
+        assert decoded.getDict()["UnderlinePosition"] == value
+    for value in (-14.04, 0.5, -0.25, 12.0):
+        decoded = TopDictDecompiler([], None)
+        decoded.decompile(cff._real(value) + b"\x0c\x02")
+        assert decoded.getDict()["ItalicAngle"] == value
 
 
 def test_subroutine_numbers_are_rewritten_where_they_are_written():
