@@ -28,6 +28,11 @@ EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
 MASK_CHOICES = ("none", "causal", "mixed")
 MAX_ATTEMPTS = 5000
+# A heads question's draws must pass a single head's tests in every head: with one-hot
+# 3-dimensional tokens one draw in 500 does, so 5,000 draws ran out about once in 20,000
+# problems (a README command failed so).  Draws past the first 5,000 change no problem
+# that was drawn before.
+HEADS_ATTEMPTS = 10 * MAX_ATTEMPTS
 DIAGONAL_ENTRIES = (-2, -1, 1, 2, 3)
 # --no-calculator: the exponentials a student may need, printed on the question sheet.
 NO_CALCULATOR_EXPONENTS = tuple(sympy.Rational(k, 2) for k in range(-4, 5))  # -2, -1.5, ..., 2
@@ -192,7 +197,8 @@ def difficulty_of(problem: str) -> str | None:
 
 
 def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate, dict]:
-    for attempt in range(MAX_ATTEMPTS):
+    attempts = HEADS_ATTEMPTS if TYPES[kind].heads else MAX_ATTEMPTS
+    for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
@@ -205,7 +211,7 @@ def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate,
         if params is not None:
             return candidate, params
     raise SpecError(f"could not draw problem {index} (a {kind} question): no new exam-worthy "
-                    f"problem in {MAX_ATTEMPTS} draws (these options may allow fewer distinct "
+                    f"problem in {attempts} draws (these options may allow fewer distinct "
                     f"problems than --count); allow more tokens, dimensions or another kind "
                     f"of entries")
 

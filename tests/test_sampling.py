@@ -1,6 +1,7 @@
 """Random problems worth an exam: presets, constraints, distinctness, reproducibility."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from generator.pipeline import solve_checked
 from generator.sampling import PRESETS, draw_options, sample_problem, sample_set
+from generator.spec import SpecError
 from generator.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
 
 
@@ -171,3 +173,20 @@ def test_an_id_alone_names_its_difficulty(tmp_path, run_cli):
     assert run_cli("--problem", "H8-2", "--out", tmp_path / "one")[0] == 0
     [again] = json.loads((tmp_path / "one" / "problems.json").read_text())["problems"]
     assert again["spec"] == problems[1]["spec"]
+
+
+
+def test_a_heads_question_draws_longer_before_it_gives_up(monkeypatch):
+    """Heads draws pass 1 in 500 with one-hot 3-dimensional tokens (every head passes a single
+    head's tests); seed 3's first heads problem takes 1,199 draws.  A heads question has ten
+    times the draws of another before it gives up, and draws past a cap change nothing that
+    was drawn before."""
+    import generator.sampling as sampling
+
+    options = replace(draw_options("medium", embeddings="one-hot", d_model=3), d_k=4, d_v=4)
+    drawn = sample_set(options, 3, 1, types=("heads",))
+    monkeypatch.setattr(sampling, "HEADS_ATTEMPTS", 2000)
+    assert sample_set(options, 3, 1, types=("heads",)) == drawn
+    monkeypatch.setattr(sampling, "HEADS_ATTEMPTS", 1000)  # a cap the draw does not reach
+    with pytest.raises(SpecError, match="no new exam-worthy problem in 1000 draws"):
+        sample_set(options, 3, 1, types=("heads",))
