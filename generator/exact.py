@@ -53,7 +53,7 @@ def parse_exact(entry) -> sympy.Expr:
 def to_float(value: sympy.Expr) -> float:
     """Float64 of an exact value, correctly rounded (evaluated at 30 digits first)."""
     if value.is_Rational:
-        return float(value)
+        return value.p / value.q  # int / int is correctly rounded (sympy's float() goes through mpmath)
     if value is sympy.S.NegativeInfinity:
         return -math.inf
     quick = _at_120_bits(value)

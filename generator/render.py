@@ -362,6 +362,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         loader=jinja2.FileSystemLoader([*folders, BUILTIN_TEMPLATES]),
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
+        auto_reload=False,  # a template is read once a run: no stat of its file at every include
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
     environment.filters["writing_lines"] = writing_lines
