@@ -31,7 +31,6 @@ from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
 from .pdf import PdfBuild, SplitError, TexError, TexMissing, require_tex
 from .progress import RunProgress
-from .qti import package_notes
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
 from .render import ignored_overrides
@@ -172,7 +171,9 @@ def run(args: argparse.Namespace) -> int:
         notes += roster.notes if roster else []
         with RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress:
             sets = solve_sets(args, specs, progress.solved)
-            notes += package_notes(len(sets)) if "qti" in args.format else []
+            if "qti" in args.format:
+                from .qti import package_notes  # loaded only by a run that writes the package
+                notes += package_notes(len(sets))
             drawn = not (args.spec or args.problem is not None)
             if "title" not in info_fields and all(q.spec.unscaled for qs in sets.values() for q in qs):
                 info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled

@@ -19,8 +19,6 @@ from .export import problems_json
 from .paper import Paper
 from .paper import DocumentInfo
 from .render import render_latex, render_markdown
-from .qti import render_qti
-from .web import render_moodle, render_practice
 
 
 @dataclass(frozen=True)
@@ -88,10 +86,28 @@ register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info
                                                                   r.workspace)},
                 always=True, files=("problems.json",), prints="problems.json",
                 help="also print problems.json here"))
-register(Driver("html", lambda r: render_practice(r.keys, r.info, r.templates),
+
+
+# The platforms' drivers load their modules when asked for: a run without them need not.
+def _practice(r: Rendering) -> dict:
+    from .web import render_practice
+    return render_practice(r.keys, r.info, r.templates)
+
+
+def _moodle(r: Rendering) -> dict:
+    from .web import render_moodle
+    return {"moodle.xml": render_moodle(r.keys, r.info, r.templates)}
+
+
+def _qti(r: Rendering) -> dict:
+    from .qti import render_qti
+    return {"qti.zip": render_qti(r.keys, r.info, r.templates)}
+
+
+register(Driver("html", _practice,
                 files=("practice.html",), folders=("practice",),
                 help="a self-check practice page"))
-register(Driver("moodle", lambda r: {"moodle.xml": render_moodle(r.keys, r.info, r.templates)},
+register(Driver("moodle", _moodle,
                 files=("moodle.xml",), help="a Moodle XML question bank"))
-register(Driver("qti", lambda r: {"qti.zip": render_qti(r.keys, r.info, r.templates)},
+register(Driver("qti", _qti,
                 files=("qti.zip",), help="a QTI 1.2 quiz package for Canvas"))
