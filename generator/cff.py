@@ -29,7 +29,7 @@ ITALIC_ANGLE = b"\x0c\x02"
 DEFAULT_WIDTH_X = b"\x14"
 HEADER = b"\x01\x00\x04\x04"  # version 1.0, header size, offset size
 STANDARD_STRINGS = 391
-PS_STRING = rb"\(((?:\\.|[^\\()])*)\)"
+PS_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b""}
 
 
 def type1c(program: Type1Program, kept: set[bytes]) -> bytes | None:
@@ -142,15 +142,32 @@ def clear_text_info(clear: bytes) -> dict | None:
     except ValueError:
         return None
     angle = re.search(rb"/ItalicAngle\s+(-?[\d.]+)", clear)
-    strings = {key: _unescaped(found.group(1)) for key in STRING_KEYS
-               if (found := re.search(rb"/" + key + rb"\s*" + PS_STRING, clear))}
+    strings = {key: text for key in STRING_KEYS if (text := ps_string(clear, key)) is not None}
     return {"name": name.group(1), "bbox": box if len(box) == 4 else [0, 0, 0, 0],
             "italic_angle": float(angle.group(1)) if angle else 0.0, "strings": strings}
 
 
-def _unescaped(text: bytes) -> bytes:
-    return re.sub(rb"\\([0-7]{1,3}|.)", lambda m: bytes([int(m.group(1), 8) & 0xFF])
-                  if m.group(1)[:1].isdigit() else m.group(1), text)
+def ps_string(clear: bytes, key: bytes) -> bytes | None:
+    """The PostScript string after ``/key``: balanced parentheses may nest in it unescaped
+    (Latin Modern's notice says "(on behalf of TeX USERS GROUPS)"); a backslash escapes."""
+    found = re.search(rb"/" + key + rb"\s*\(", clear)
+    if found is None:
+        return None
+    text, depth, index = bytearray(), 1, found.end()
+    while index < len(clear):
+        byte = clear[index:index + 1]
+        if byte == b"\\":
+            escaped = re.match(rb"\\([0-7]{1,3}|.)", clear[index:index + 4], re.DOTALL)
+            code = escaped.group(1) if escaped else b""
+            text += bytes([int(code, 8) & 0xFF]) if code[:1].isdigit() else PS_ESCAPES.get(code, code)
+            index += 1 + len(code)
+            continue
+        depth += {b"(": 1, b")": -1}.get(byte, 0)
+        if depth == 0:
+            return bytes(text)
+        text += byte
+        index += 1
+    return None
 
 
 def _index(items: list[bytes]) -> bytes:

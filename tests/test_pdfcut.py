@@ -99,7 +99,9 @@ def test_a_paper_carries_only_the_glyphs_it_shows_as_compact_fonts(class_run):
                 names |= {g.decode() for g in glyphs}
             assert shown
             for descriptor, names in shown.values():
-                assert set(compact_font(descriptor).CharStrings.keys()) == names | {".notdef"}
+                font = compact_font(descriptor)
+                assert set(font.CharStrings.keys()) == names | {".notdef"}
+                assert "(on behalf of TeX USERS GROUPS)" in font.Notice  # the notice, whole
         assert paper.stat().st_size < 60_000, paper.name
 
 
