@@ -16,6 +16,7 @@ matrix or paint type) gives None, and stays a Type 1 font.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the cutting workers load this file by path, outside the package
@@ -37,7 +38,7 @@ def type1c(program: Type1Program, kept: set[bytes]) -> bytes | None:
     info = clear_text_info(program.clear)
     names = [b".notdef", *sorted(kept - {b".notdef"})]
     charstrings = type2_charstrings(program, names) if info is not None else None
-    if charstrings is None:
+    if info is None or charstrings is None:
         return None
     strings = Strings()
     entries = [_integer(strings.sid(value)) + operator for key, operator in STRING_KEYS.items()
@@ -126,6 +127,7 @@ def _type2(code: bytes, subrs: list) -> bytes | None:
     return charstring.bytecode
 
 
+@lru_cache(maxsize=64)
 def clear_text_info(clear: bytes) -> dict | None:
     """From a Type 1 font's clear text: its name, bounding box, italic angle and naming
     strings; None when its font matrix or paint type is not the usual one (CFF's

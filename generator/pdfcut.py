@@ -80,7 +80,7 @@ def subset_fonts(pdf) -> None:
     import pikepdf
 
     for stream, descriptors, glyphs in font_files(pdf):
-        program = parse_program(bytes(stream.read_bytes()), int(stream.Length1), int(stream.Length2))
+        program = font_program(stream)
         if program is None:
             continue
         compact = type1c(program, glyphs)
@@ -98,6 +98,20 @@ def subset_fonts(pdf) -> None:
         for descriptor in descriptors:
             if "/CharSet" in descriptor:
                 descriptor.CharSet = "".join(f"/{g.decode()}" for g in sorted(glyphs))
+
+
+PROGRAMS: dict[tuple, object] = {}  # a font's compressed bytes and lengths -> its program
+
+
+def font_program(stream):
+    """The Type 1 program of a font file, read once per worker: every paper's copy of a
+    font is the same compressed bytes, so they are not inflated and parsed again."""
+    key = (bytes(stream.read_raw_bytes()), int(stream.Length1), int(stream.Length2))
+    if key not in PROGRAMS:
+        if len(PROGRAMS) >= 64:
+            PROGRAMS.clear()
+        PROGRAMS[key] = parse_program(bytes(stream.read_bytes()), key[1], key[2])
+    return PROGRAMS[key]
 
 
 def font_files(pdf) -> list:
