@@ -96,13 +96,13 @@ def type2_charstrings(program: Type1Program, names: list[bytes]) -> list[bytes] 
     is cut from the same program); None if one cannot be made."""
     from fontTools.misc.psCharStrings import T1CharString  # 60 ms to load: only papers need it
 
-    kept = CONVERTED.get(id(program))
-    if kept is None or kept[0] is not program:  # the program is held, so its id stays its own
+    held = CONVERTED.get(id(program))
+    if held is None or held[0] is not program:  # the program is held, so its id stays its own
         if len(CONVERTED) >= 64:
             CONVERTED.clear()
         subrs = [T1CharString(bytecode=entry.code) for entry in program.subrs]
-        kept = CONVERTED[id(program)] = (program, subrs, {})
-    _, subrs, converted = kept
+        held = CONVERTED[id(program)] = (program, subrs, {})
+    _, subrs, converted = held
     for name in names:
         if name not in converted:
             code = program.glyphs.get(name)
@@ -119,11 +119,11 @@ def _type2(code: bytes, subrs: list) -> bytes | None:
     outline, pen = T1CharString(bytecode=code, subrs=subrs), T2CharStringPen(None, None, roundTolerance=0)
     try:
         outline.draw(pen)
+        charstring = pen.getCharString()
+        charstring.program.insert(0, outline.width)  # as hsbw gave it (546.875, say); nominal 0
+        charstring.compile()
     except Exception:  # seac names other glyphs; a malformed charstring: the font stays Type 1
         return None
-    charstring = pen.getCharString()
-    charstring.program.insert(0, outline.width)  # as hsbw gave it (546.875, say); nominal width 0
-    charstring.compile()
     return charstring.bytecode
 
 
@@ -136,12 +136,14 @@ def clear_text_info(clear: bytes) -> dict | None:
     paint = re.search(rb"/PaintType\s+(\d+)", clear)
     bbox = re.search(rb"/FontBBox\s*[\[{]([^\]}]*)[\]}]", clear)
     name = re.search(rb"/FontName\s*/(\S+)", clear)
-    if (matrix is None or [float(v) for v in matrix.group(1).split()] != [0.001, 0, 0, 0.001, 0, 0]
-            or (paint is not None and paint.group(1) != b"0") or bbox is None or name is None):
+    if matrix is None or bbox is None or name is None or (paint and paint.group(1) != b"0"):
         return None
     try:
+        usual = [float(v) for v in matrix.group(1).split()] == [0.001, 0, 0, 0.001, 0, 0]
         box = [round(float(v)) for v in bbox.group(1).split()]
     except ValueError:
+        return None
+    if not usual:
         return None
     angle = re.search(rb"/ItalicAngle\s+(-?[\d.]+)", clear)
     strings = {key: text for key in STRING_KEYS if (text := ps_string(clear, key)) is not None}
