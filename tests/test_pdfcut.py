@@ -58,6 +58,25 @@ def test_every_paper_looks_exactly_like_its_pages_in_the_combined_document(class
     assert page - 1 == len(pikepdf.open(combined).pages)
 
 
+def test_chromes_renderer_draws_every_paper_as_its_pages(class_run):
+    """PDFium (Chrome's PDF viewer, where many students open their paper) draws each paper's
+    compact fonts exactly as the combined document's Type 1 fonts, at screen and print
+    detail, and reads the same text from them."""
+    pdfium = pytest.importorskip("pypdfium2")
+    combined, page = pdfium.PdfDocument(class_run / "questions.pdf"), 0
+    for paper in sorted((class_run / "papers").glob("*.pdf")):
+        mine = pdfium.PdfDocument(paper)
+        for index in range(len(mine)):
+            theirs = combined[page + index]
+            for scale in (50 / 72, 150 / 72):
+                assert numpy.array_equal(mine[index].render(scale=scale).to_numpy(),
+                                         theirs.render(scale=scale).to_numpy()), paper.name
+            assert (mine[index].get_textpage().get_text_range()
+                    == theirs.get_textpage().get_text_range()), paper.name
+        page += len(mine)
+    assert page == len(combined)
+
+
 def test_every_paper_still_has_its_text(class_run):
     """The cut fonts keep the text searchable: each paper names its student, as typed."""
     names = [line.split(",", 1)[1] for line in ROSTER.splitlines()[1:]]
