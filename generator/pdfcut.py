@@ -8,9 +8,11 @@ any paper used and all of the font's subroutines, a few hundred kilobytes in all
 each paper's fonts are cut too, to the glyphs its pages show, and rewritten as compact
 fonts (CFF, see ``cff``), which take a quarter of the bytes.  A font that cannot be
 rewritten for certain stays Type 1, cut to its glyphs and the subroutines they call
-(found by running their charstrings, see ``type1``).  Anything neither can read for
-certain (another font type, an encoding without a glyph list, a subroutine chosen at
-run time) leaves that font whole: a paper can only ever be larger, never wrong.
+(found by running their charstrings, see ``type1``).  The glyphs shown are named by the
+font's /Differences or, where it has no /Encoding, by its program's own encoding (a
+teacher's Computer Modern preamble).  Anything neither can read for certain (another
+font type, a standard encoding named but not listed, a subroutine chosen at run time)
+leaves that font whole: a paper can only ever be larger, never wrong.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from pathlib import Path
 
 if __package__:
     from .cff import type1c
-    from .type1 import parse_program
+    from .type1 import builtin_encoding, parse_program
 else:  # a worker runs this file by path (python -P): its folder is looked in last
     sys.path.append(str(Path(__file__).parent))
     from cff import type1c
-    from type1 import parse_program
+    from type1 import builtin_encoding, parse_program
 
 WORTH_CUTTING = 8000  # bytes: a smaller Type 1 font is left whole, as it costs more time to cut
 # than it saves space
@@ -79,16 +81,22 @@ def subset_fonts(pdf) -> None:
     as a compact font (CFF) where it can be; else cut as Type 1, if that is worth it."""
     import pikepdf
 
-    for stream, descriptors, glyphs in font_files(pdf):
+    for stream, fonts, glyphs in font_files(pdf):
         program = font_program(stream)
         if program is None:
             continue
+        descriptors = list({font.FontDescriptor.objgen: font.FontDescriptor for font in fonts}.values())
         compact = type1c(program, glyphs)
         if compact is not None:
             font_file = pdf.make_stream(compact, Subtype=pikepdf.Name.Type1C)
             for descriptor in descriptors:
                 del descriptor["/FontFile"]
                 descriptor.FontFile3 = font_file
+            for font in fonts:  # the program's own encoding does not travel into the CFF font
+                if "/Encoding" not in font:
+                    font.Encoding = pdf.make_indirect(pikepdf.Dictionary(
+                        Type=pikepdf.Name.Encoding,
+                        Differences=_differences_array(builtin_encoding(program.clear), glyphs)))
         elif int(stream.Length2) >= WORTH_CUTTING and (subset := program.subset(glyphs)):
             clear, private, trailer = subset
             stream.write(clear + private + trailer)
@@ -98,6 +106,14 @@ def subset_fonts(pdf) -> None:
         for descriptor in descriptors:
             if "/CharSet" in descriptor:
                 descriptor.CharSet = "".join(f"/{g.decode()}" for g in sorted(glyphs))
+
+
+def _differences_array(encoding: dict[int, bytes], glyphs: set[bytes]) -> list:
+    """[code /name code /name ...] for the codes of ``encoding`` whose glyph is kept."""
+    import pikepdf
+
+    return [item for code, name in sorted(encoding.items()) if name in glyphs
+            for item in (code, pikepdf.Name("/" + name.decode("latin-1")))]
 
 
 PROGRAMS: dict[tuple, object] = {}  # a font's compressed bytes and lengths -> its program
@@ -115,19 +131,18 @@ def font_program(stream):
 
 
 def font_files(pdf) -> list:
-    """Each embedded Type 1 font program, the font descriptors that name it, and the glyphs
-    shown from it (fonts in two encodings share one program)."""
+    """Each embedded Type 1 font program, the fonts that use it (one in two encodings is
+    two fonts of one program), and the glyphs shown from it."""
     files: dict = {}
     for font, glyphs in glyphs_shown(pdf).values():
         descriptor = font.get("/FontDescriptor")
         stream = descriptor.get("/FontFile") if descriptor is not None else None
         if stream is not None:
-            _, descriptors, known = files.setdefault(stream.objgen, (stream, {}, set()))
-            descriptors[descriptor.objgen] = descriptor
+            _, fonts, known = files.setdefault(stream.objgen, (stream, [], set()))
+            fonts.append(font)
             both = None if glyphs is None or known is None else known | glyphs
-            files[stream.objgen] = (stream, descriptors, both)
-    return [(stream, list(descriptors.values()), glyphs)
-            for stream, descriptors, glyphs in files.values() if glyphs is not None]
+            files[stream.objgen] = (stream, fonts, both)
+    return [entry for entry in files.values() if entry[2] is not None]
 
 
 # In a content stream: a font chosen ("/F35 10.9091 Tf"), which starts a run of text in it,
@@ -202,10 +217,21 @@ def _unescape(found) -> bytes:
 
 
 def _glyph_names(font, codes: set[int]) -> set[bytes] | None:
-    differences = _differences(font)
-    if differences is None or font.get("/Subtype") != "/Type1" or not codes <= differences.keys():
+    table = _encoding_of(font) if font.get("/Subtype") == "/Type1" else None
+    if table is None or not codes <= table.keys():
         return None
-    return {differences[code] for code in codes}
+    return {table[code] for code in codes}
+
+
+def _encoding_of(font) -> dict[int, bytes] | None:
+    """Code -> glyph name: the font's /Differences; with no /Encoding at all, the embedded
+    program's own (pdfTeX embeds Computer Modern and Euler so)."""
+    if "/Encoding" in font:
+        return _differences(font)
+    descriptor = font.get("/FontDescriptor")
+    stream = descriptor.get("/FontFile") if descriptor is not None else None
+    program = font_program(stream) if stream is not None else None
+    return builtin_encoding(program.clear) if program is not None else None
 
 
 def _differences(font) -> dict[int, bytes] | None:

@@ -141,6 +141,20 @@ def parse_program(data: bytes, length1: int, length2: int) -> Type1Program | Non
                         private[glyphs_end:], data[length1 + length2:])
 
 
+BUILTIN_ENCODING = re.compile(rb"/Encoding\s+\d+\s+array\b(.*?)\sdef\b", re.DOTALL)  # "def" alone ends it
+ENCODING_ENTRY = re.compile(rb"dup\s+(\d+)\s*/([^\s/\[\]{}()<>%]+)\s+put")
+
+
+@lru_cache(maxsize=64)
+def builtin_encoding(clear: bytes) -> dict[int, bytes] | None:
+    """The font's own encoding, code -> glyph name, from its clear text ("dup 65 /A put");
+    None for one that names a standard encoding instead of listing its codes."""
+    listed = BUILTIN_ENCODING.search(clear)
+    if listed is None:
+        return None
+    return {int(code): name for code, name in ENCODING_ENTRY.findall(listed.group(1))}
+
+
 def _entries(private: bytes, position: int, pattern) -> tuple[list, int]:
     """The binary entries ("dup 5 23 RD <23 bytes> NP") from ``position`` on, each with its
     match, and where they end."""

@@ -19,6 +19,7 @@ from fontTools.misc.psCharStrings import T1CharString
 from fontTools.pens.recordingPen import RecordingPen
 
 from generator import cff, pdfcut, type1
+from generator.render import BUILTIN_TEMPLATES
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
                                 reason="needs pdflatex and poppler-utils")
@@ -37,6 +38,27 @@ def class_run(tmp_path_factory) -> Path:
     return folder / "out"
 
 
+@pytest.fixture(scope="module")
+def cm_class_run(tmp_path_factory) -> Path:
+    """A teacher's own preamble with Computer Modern and Euler, which pdfTeX embeds with the
+    fonts' own encodings (no /Differences for the cutter to read the glyph names from)."""
+    folder = tmp_path_factory.mktemp("cm")
+    (folder / "roster.csv").write_text(ROSTER, encoding="utf-8")
+    preamble = (BUILTIN_TEMPLATES / "latex" / "preamble.tex.j2").read_text(encoding="utf-8")
+    (folder / "templates" / "latex").mkdir(parents=True)
+    (folder / "templates" / "latex" / "preamble.tex.j2").write_text(
+        preamble.replace(r"\usepackage[T1]{fontenc}", "").replace(r"\usepackage{lmodern}",
+                                                                  r"\usepackage{euler}"),
+        encoding="utf-8")
+    from generator.cli import main
+    assert main(["--count", "3", "--seed", "4", "--pdf", "--students", str(folder / "roster.csv"),
+                 "--templates", str(folder / "templates"), "--out", str(folder / "out")]) == 0
+    return folder / "out"
+
+
+RUNS = ["class_run", "cm_class_run"]
+
+
 def pages_as_png(pdf: Path, first: int, last: int, folder: Path) -> list[bytes]:
     subprocess.run(["pdftoppm", "-r", "50", "-png", "-f", str(first), "-l", str(last), pdf,
                     folder / "page"], check=True)
@@ -47,7 +69,9 @@ def pages_as_png(pdf: Path, first: int, last: int, folder: Path) -> list[bytes]:
     return data
 
 
-def test_every_paper_looks_exactly_like_its_pages_in_the_combined_document(class_run, tmp_path):
+@pytest.mark.parametrize("run", RUNS)
+def test_every_paper_looks_exactly_like_its_pages_in_the_combined_document(run, request, tmp_path):
+    class_run = request.getfixturevalue(run)
     combined = class_run / "questions.pdf"
     page = 1
     for paper in sorted((class_run / "papers").glob("*.pdf")):
@@ -58,11 +82,13 @@ def test_every_paper_looks_exactly_like_its_pages_in_the_combined_document(class
     assert page - 1 == len(pikepdf.open(combined).pages)
 
 
-def test_chromes_renderer_draws_every_paper_as_its_pages(class_run):
+@pytest.mark.parametrize("run", RUNS)
+def test_chromes_renderer_draws_every_paper_as_its_pages(run, request):
     """PDFium (Chrome's PDF viewer, where many students open their paper) draws each paper's
     compact fonts exactly as the combined document's Type 1 fonts, at screen and print
     detail, and reads the same text from them."""
     pdfium = pytest.importorskip("pypdfium2")
+    class_run = request.getfixturevalue(run)
     combined, page = pdfium.PdfDocument(class_run / "questions.pdf"), 0
     for paper in sorted((class_run / "papers").glob("*.pdf")):
         mine = pdfium.PdfDocument(paper)
@@ -124,6 +150,21 @@ def test_a_paper_carries_only_the_glyphs_it_shows_as_compact_fonts(class_run):
         assert paper.stat().st_size < 60_000, paper.name
 
 
+def test_fonts_in_their_own_encoding_are_cut_and_compact_too(cm_class_run):
+    """With no /Encoding in the font, the codes are read from the program's own encoding,
+    and the compact font gets a /Differences that says the same (CFF keeps no such table)."""
+    for paper in sorted((cm_class_run / "papers").glob("*.pdf")):
+        with pikepdf.open(paper) as pdf:
+            shown = pdfcut.glyphs_shown(pdf)
+            assert shown and not pdfcut.font_files(pdf)  # every font is compact
+            for font, glyphs in shown.values():
+                names = set(compact_font(font.FontDescriptor).CharStrings.keys())
+                assert {g.decode() for g in glyphs} <= names
+                differences = pdfcut._differences(font)
+                assert {name.decode() for name in differences.values()} <= names
+        assert paper.stat().st_size < 60_000, paper.name
+
+
 def outline(charstring) -> list:
     """A glyph's contours as points, with a point inside a straight run left out (Type 2's
     shorter operators may join two collinear lines into one)."""
@@ -149,12 +190,12 @@ def _collinear(a, b, c) -> bool:
 def test_every_glyph_keeps_its_outline_point_for_point_and_its_width(class_run):
     with pikepdf.open(class_run / "questions.pdf") as combined:
         programs = {}
-        for stream, descriptors, _ in pdfcut.font_files(combined):
+        for stream, fonts, _ in pdfcut.font_files(combined):
             program = type1.parse_program(bytes(stream.read_bytes()), int(stream.Length1),
                                           int(stream.Length2))
             subrs = [T1CharString(bytecode=entry.code) for entry in program.subrs]
-            for descriptor in descriptors:
-                programs[str(descriptor.FontName)] = (program, subrs)
+            for font in fonts:
+                programs[str(font.FontDescriptor.FontName)] = (program, subrs)
     checked = 0
     for paper in sorted((class_run / "papers").glob("*.pdf")):
         with pikepdf.open(paper) as pdf:
@@ -282,3 +323,10 @@ def test_numbers_are_written_as_the_spec_reads_them(value):
 def test_eexec_round_trip():
     data = bytes(range(256)) * 3
     assert type1.eexec(type1.eexec(data, 55665, encrypt=True), 55665) == data
+
+
+def test_a_fonts_own_encoding_is_read_from_its_clear_text():
+    listed = (b"/FontName /CMR10 def\n/Encoding 256 array\n0 1 255 {1 index exch /.notdef put} for\n"
+              b"dup 65 /A put\ndup 100 /definite put\ndup 12 /fi put\nreadonly def\ncurrentdict end\n")
+    assert type1.builtin_encoding(listed) == {65: b"A", 100: b"definite", 12: b"fi"}
+    assert type1.builtin_encoding(b"/Encoding StandardEncoding def\n") is None
