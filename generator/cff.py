@@ -8,9 +8,10 @@ Type 1 charstring into a Type 2 one (subroutines, flex and hint replacement foll
 the same outline, point for point); the hints are left out, which changes nothing at
 print resolution and little on screen (poppler draws the same pixels at 80 dpi and
 below).  The container is written here, not by fontTools: its compiler takes some 3 ms
-a font, 20 CPU-seconds for a class of 500, where joining the bytes takes a tenth of
-that.  A font this cannot rewrite for certain (a composite accent, an unusual font
-matrix or paint type) gives None, and stays a Type 1 font.
+a font, 20 CPU-seconds for a class of 500, where joining the bytes costs next to
+nothing (100 papers are cut, 13 fonts each, in 0.65 s all told).  A font this cannot
+rewrite for certain (a composite accent, an unusual font matrix or paint type) gives
+None, and stays a Type 1 font.
 """
 
 from __future__ import annotations

@@ -86,17 +86,17 @@ def subset_fonts(pdf) -> None:
         if program is None:
             continue
         descriptors = list({font.FontDescriptor.objgen: font.FontDescriptor for font in fonts}.values())
-        compact = type1c(program, glyphs)
+        own = [font for font in fonts if "/Encoding" not in font]  # in the program's encoding,
+        encoding = builtin_encoding(program.clear) if own else {}  # which CFF does not carry
+        compact = type1c(program, glyphs) if encoding is not None else None
         if compact is not None:
             font_file = pdf.make_stream(compact, Subtype=pikepdf.Name.Type1C)
             for descriptor in descriptors:
                 del descriptor["/FontFile"]
                 descriptor.FontFile3 = font_file
-            for font in fonts:  # the program's own encoding does not travel into the CFF font
-                if "/Encoding" not in font:
-                    font.Encoding = pdf.make_indirect(pikepdf.Dictionary(
-                        Type=pikepdf.Name.Encoding,
-                        Differences=_differences_array(builtin_encoding(program.clear), glyphs)))
+            for font in own:
+                font.Encoding = pdf.make_indirect(pikepdf.Dictionary(
+                    Type=pikepdf.Name.Encoding, Differences=_differences_array(encoding, glyphs)))
         elif int(stream.Length2) >= WORTH_CUTTING and (subset := program.subset(glyphs)):
             clear, private, trailer = subset
             stream.write(clear + private + trailer)
