@@ -1,4 +1,9 @@
-"""Stage 3 helper: the formats other than LaTeX written by a forked process, beside the run.
+"""Work done by a forked process beside the run, on a machine with more than one core.
+
+A large set is solved by two processes: a forked child solves the last part of the
+set while the run solves the first, and hands its solved problems back through a pipe
+(sympy's expressions pickled as they are, not rebuilt and simplified again, which
+would cost as much as solving them).
 
 Once every problem is solved, a large run forks a child for each format other than
 LaTeX (Markdown, JSON, the practice page, Moodle).  Each writes its files into the
@@ -12,13 +17,19 @@ run is written in one process: a fork would cost more than it saves.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import signal
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
+from sympy import Add, Mul, Pow, exp
 
 FORK_FROM = 60  # problems in the run
+SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
+CHILD_SHARE = 0.45  # of the problems, solved by the child: the run also unpickles its share
 
 
 @dataclass
@@ -36,7 +47,7 @@ class Forked:
         try:
             outcome = pickle.loads(b"".join(chunks))
         except (pickle.UnpicklingError, EOFError):
-            outcome = RuntimeError(f"the process writing the other formats ended unexpectedly "
+            outcome = RuntimeError(f"a process working beside the run ended unexpectedly "
                                    f"(status {status})")
         if isinstance(outcome, BaseException):
             raise outcome
@@ -55,12 +66,26 @@ class Forked:
             pass
 
 
+def compute_in_child(work: Callable[[], object]) -> Forked | None:
+    """Start a child computing ``work()``, whose result ``Forked.result()`` returns; None where
+    fork is not available or the machine has one core (the child would only take turns)."""
+    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
+        return None
+    return _forked(lambda pipe: _report(work, pipe))
+
+
 def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
     """Start a child writing ``driver``'s files into ``workspace``; None where fork is not
     available, or for a small run."""
     problems = sum(len(questions) for questions in rendering.sets.values())
     if problems < FORK_FROM or not hasattr(os, "fork"):
         return None
+    return _forked(lambda pipe: _report(lambda: {
+        name: content if isinstance(content, Path) else _written(workspace, name, content)
+        for name, content in dict(driver.write(rendering)).items()}, pipe))
+
+
+def _forked(child: Callable[[int], int]) -> Forked:
     read, write = os.pipe()
     pid = os.fork()
     if pid:
@@ -68,28 +93,50 @@ def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
         return Forked(pid, read)
     try:  # the child, from here on: whatever happens, it ends here and never returns
         os.close(read)
-        os._exit(_child(driver, rendering, workspace, write))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it, not this
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os._exit(child(write))
     except BaseException:
         os._exit(1)
 
 
-def _child(driver, rendering, workspace: Path, pipe: int) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it, not this
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+def _report(work: Callable[[], object], pipe: int) -> int:
+    """Run ``work`` and send the parent its result, or the exception that stopped it."""
     try:
-        outcome = {name: content if isinstance(content, Path) else _written(workspace, name, content)
-                   for name, content in dict(driver.write(rendering)).items()}
-        code = 0
+        outcome, code = work(), 0
     except BaseException as error:  # handed to the parent, which raises it as its own
         outcome, code = error, 1
     try:
-        payload = pickle.dumps(outcome)
+        payload = _compact(outcome)
     except Exception:
         payload = pickle.dumps(RuntimeError(f"{type(outcome).__name__}: {outcome}"))
     view = memoryview(payload)
     while view:
         view = view[os.write(pipe, view):]
     return code
+
+
+class _CompactPickler(pickle.Pickler):
+    """Pickles a sympy expression as its class and arguments, to be put back together as they
+    are: sympy's own pickling rebuilds it through its constructors, which simplify anew."""
+
+    def reducer_override(self, obj):
+        kind = type(obj)
+        if kind in (Add, Mul):  # its arguments as they were, in their order
+            return kind._from_args, (obj.args,)
+        if kind in (Pow, exp):
+            return _unevaluated, (kind, obj.args)
+        return NotImplemented  # anything else as sympy pickles it
+
+
+def _unevaluated(kind, args):
+    return kind(*args, evaluate=False)
+
+
+def _compact(outcome) -> bytes:
+    buffer = io.BytesIO()
+    _CompactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(outcome)
+    return buffer.getvalue()
 
 
 def _written(workspace: Path, name: str, content: str | bytes) -> Path:

@@ -12,6 +12,7 @@ import argparse  # the run's options: the command line's Namespace, or a test's
 from dataclasses import replace
 from pathlib import Path
 
+from . import forked
 from .crosscheck import cross_check
 from .exact import to_float
 from .exam_key import load_or_create_key
@@ -103,8 +104,9 @@ def solve_sets(args, specs: dict[int, list[ProblemSpec]],
     budget (the first version decides how many, so that every version is as long)."""
     budget = budget_of(args)
     if budget is None:
-        return {version: [_solved(spec, on_solved) for spec in version_specs]
-                for version, version_specs in specs.items()}
+        flat = [spec for version_specs in specs.values() for spec in version_specs]
+        solved = iter(_solved_all(flat, on_solved))
+        return {version: [next(solved) for _ in version_specs] for version, version_specs in specs.items()}
     name, limit, measure = budget
     first = next(iter(specs))
     fitted, used = [], 0
@@ -152,6 +154,26 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
     if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
         words.append(f"--decimals {args.decimals}")
     return "gen-problems " + " ".join(words)
+
+
+def _solved_all(specs: list[ProblemSpec], on_solved) -> list[Question]:
+    """Every spec solved, in order; a large set on two processes (``forked``), the same
+    questions either way."""
+    if len(specs) < forked.SOLVE_APART_FROM:
+        return [_solved(spec, on_solved) for spec in specs]
+    split = len(specs) - int(len(specs) * forked.CHILD_SHARE)
+    child = forked.compute_in_child(lambda: [solve_checked(spec) for spec in specs[split:]])
+    if child is None:
+        return [_solved(spec, on_solved) for spec in specs]
+    try:
+        mine = [_solved(spec, on_solved) for spec in specs[:split]]
+        theirs = child.result()
+    except BaseException:
+        child.stop()
+        raise
+    for _ in theirs:
+        on_solved()
+    return mine + theirs
 
 
 def _solved(spec: ProblemSpec, on_solved) -> Question:

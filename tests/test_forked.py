@@ -75,3 +75,35 @@ def _alive(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat")
     state = stat.read_text().split()[2] if stat.exists() else "X"
     return state != "Z"
+
+
+def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_path, monkeypatch):
+    """The last part of a large set is solved by a forked child and handed back pickled."""
+    args = ("--count", 14, "--versions", 2, "--seed", 6, "--difficulty", "hard", "--format", "moodle")
+    started = []
+    compute = forked.compute_in_child
+    monkeypatch.setattr(forked, "compute_in_child", lambda work: started.append(compute(work)) or started[-1])
+    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    assert run_cli(*args, "--out", tmp_path / "apart")[0] == 0
+    assert started and started[0] is not None  # a child did solve part of the set
+    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10**9)
+    assert run_cli(*args, "--out", tmp_path / "alone")[0] == 0
+    assert outputs(tmp_path / "apart") == outputs(tmp_path / "alone")
+
+
+def test_a_failure_in_the_solving_child_is_the_runs_own(run_cli, tmp_path, monkeypatch):
+    from generator import pipeline
+    from generator.spec import SpecError
+    solve = pipeline.solve_checked
+    solved_here = os.getpid()
+
+    def failing(spec):
+        if os.getpid() != solved_here:  # only in the child
+            raise SpecError(f"problem {spec.id} cannot be solved (a test)")
+        return solve(spec)
+
+    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    monkeypatch.setattr(pipeline, "solve_checked", failing)
+    code, _, err = run_cli("--count", 12, "--seed", 6, "--out", tmp_path / "o")
+    assert code == 2 and err.count("\n") == 1 and "cannot be solved (a test)" in err, err
+    assert not (tmp_path / "o").exists()
