@@ -1,5 +1,5 @@
-"""A large set's other formats are written by a forked process: the same files, the same
-errors, and nothing left running when the run stops."""
+"""A large set is partly solved, and its other formats written, by forked processes: the
+same files, the same errors, and nothing left running when the run stops."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import folder_files
 from generator import forked
 
@@ -41,22 +42,30 @@ def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_a_run_stopped_while_forked_leaves_no_process_and_the_folder_as_it_was(tmp_path):
+@pytest.mark.parametrize("phase, forks", [("solving", 1), ("writing the other formats", 2)])
+def test_a_run_stopped_while_forked_leaves_no_process_and_the_folder_as_it_was(tmp_path, phase, forks):
+    """Stopped while a child solves part of the set (one child), or while children write
+    the other formats (two at once, Markdown and JSON)."""
     out = tmp_path / "out"
     command = [sys.executable, "-m", "generator.cli", "--count", "400", "--difficulty", "hard",
                "--seed", "5", "--out", str(out)]
     run = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _children(run.pid):
-        time.sleep(0.05)  # until the fork: the problems are solved
-    children = _children(run.pid)
-    assert children, "the run never forked"
+    while time.monotonic() < deadline and len(_live_children(run.pid)) < forks:
+        time.sleep(0.02)
+    children = _live_children(run.pid)
+    assert len(children) >= forks, f"the run never forked while {phase}"
     run.send_signal(signal.SIGTERM)
     assert run.wait(timeout=60) == 130
     assert "interrupted" in run.stderr.read()
     time.sleep(0.2)
     assert not any(_alive(pid) for pid in children)
     assert not out.exists()
+
+
+def _live_children(pid: int) -> list[int]:
+    """The run's children still working (one that has ended, not yet waited for, is not)."""
+    return [child for child in _children(pid) if _alive(child)]
 
 
 def _children(pid: int) -> list[int]:
