@@ -114,7 +114,65 @@ def exact_text(num: Num) -> str:
     Terms stay in the order the engine built them: sorting them, as str() does,
     costs more than all the rest of a run.
     """
-    return _UNSORTED.doprint(num.exact)
+    text = softmax_text(num.exact)
+    return text if text is not None else _UNSORTED.doprint(num.exact)
+
+
+def softmax_text(exact: sympy.Expr) -> str | None:
+    """What sympy's printer writes for the forms a softmax makes of rational scores, written
+    here (sympy finds each product's sign by negating it, most of problems.json's time):
+    e^a as exp(a) (E, 1), a weight exp(a)/(S), an output entry (exp(a)*(v) + ...)/(S) or
+    (exp(a)/(S))*(v), S a sum of exponentials.  None for any other form, which sympy
+    prints (a test holds the two equal on every form of many sets)."""
+    if exact.is_Rational:
+        return str(exact.p) if exact.q == 1 else f"{exact.p}/{exact.q}"
+    weight = _weight_text(exact)
+    if weight is not None:
+        return weight
+    if exact.is_Mul and len(exact.args) == 2 and exact.args[1].is_Rational:  # one value kept
+        weight = _weight_text(exact.args[0])
+        return None if weight is None else f"({weight})*{_factor_text(exact.args[1])}"
+    return _exponential_text(exact) or _sum_text(exact)
+
+
+def _weight_text(exact) -> str | None:
+    """exp(a)/(S), or a blend of values over S: (exp(a)*(v) + ...)/(S)."""
+    if not (exact.is_Mul and len(exact.args) == 2 and exact.args[1].is_Pow
+            and exact.args[1].exp is sympy.S.NegativeOne and exact.args[1].base.is_Add):
+        return None
+    over = _exponential_text(exact.args[0]) or _sum_text(exact.args[0], parenthesized=True)
+    under = _sum_text(exact.args[1].base, parenthesized=True)
+    return None if over is None or under is None else f"{over}/{under}"
+
+
+def _exponential_text(exact) -> str | None:
+    """e^r for a rational r: exp(r), or E and 1 as sympy writes e^1 and e^0."""
+    if isinstance(exact, sympy.exp) and exact.args[0].is_Rational:
+        return f"exp({softmax_text(exact.args[0])})"
+    return "E" if exact is sympy.S.Exp1 else "1" if exact is sympy.S.One else None
+
+
+def _sum_text(exact, parenthesized: bool = False) -> str | None:
+    """A sum of e^r and e^r*(v) terms, v rational, in the engine's order."""
+    if not exact.is_Add:
+        return None
+    terms = [_exponential_text(term) or _weighted_text(term) for term in exact.args]
+    if None in terms:
+        return None
+    return f"({' + '.join(terms)})" if parenthesized else " + ".join(terms)
+
+
+def _weighted_text(term) -> str | None:
+    """e^r*v, left unevaluated."""
+    if not (term.is_Mul and len(term.args) == 2 and term.args[1].is_Rational):
+        return None
+    exponential = _exponential_text(term.args[0])
+    return None if exponential is None else f"{exponential}*{_factor_text(term.args[1])}"
+
+
+def _factor_text(value: sympy.Rational) -> str:
+    """A rational factor of a product: in parentheses unless a whole number of at least 0."""
+    return softmax_text(value) if value.q == 1 and value.p >= 0 else f"({softmax_text(value)})"
 
 
 def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:

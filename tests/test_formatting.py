@@ -47,3 +47,32 @@ def test_exactness_and_short_exact_forms():
 
 def test_plain_matrix_aligns_columns():
     assert plain_matrix([["1", "-0.5"], ["10", "2"]], indent="") == "[  1  -0.5 ]\n[ 10     2 ]"
+
+
+def test_softmax_forms_are_written_as_sympy_writes_them():
+    """problems.json's exact forms: the softmax's own writer gives sympy's text to the letter
+    on every form it takes (and leaves the rest to sympy), over sets of every kind."""
+    from dataclasses import replace
+
+    from generator.formatting import _UNSORTED, softmax_text
+    from generator.pipeline import solve_checked
+    from generator.sampling import draw_options, sample_set
+
+    kinds = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward")
+    sets = [(draw_options("hard", mask="mixed"), kinds), (draw_options("medium"), kinds),
+            (draw_options("easy"), ("full",)), (draw_options("medium", no_calculator=True), ("full",)),
+            (replace(draw_options("medium"), scale=sympy.Rational(1, 2)), ("full", "masked")),
+            (draw_options("medium", embeddings="one-hot", d_model=3), ("full", "heads"))]
+    written = others = 0
+    for options, types in sets:
+        for spec in sample_set(options, 11, 16, types=types):
+            for solution in solve_checked(spec).solutions():
+                for step in solution.steps:
+                    for exact in {n.exact for row in step.entries for n in row}:
+                        mine = softmax_text(exact)
+                        if mine is None:
+                            others += 1
+                        elif not exact.is_Rational:
+                            assert mine == _UNSORTED.doprint(exact), (spec.id, step.name)
+                            written += 1
+    assert written > 1000 and others > 500  # both writers are met, many times over
