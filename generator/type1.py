@@ -120,10 +120,9 @@ def _encoded(value: int) -> bytes:
     return b"\xff" + value.to_bytes(4, "big", signed=True)
 
 
-@lru_cache(maxsize=64)
 def parse_program(data: bytes, length1: int, length2: int) -> Type1Program | None:
-    """A Type 1 font program, read once per font of the whole document (every paper's
-    copy of a font is the same bytes)."""
+    """A Type 1 font program taken apart (the cutter reads each font once per worker, see
+    ``pdfcut.font_program``)."""
     try:
         private = eexec(data[length1:length1 + length2], EEXEC_KEY)
         subrs_at = private.index(b"array", private.index(b"/Subrs")) + len(b"array")
