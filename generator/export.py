@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import re
+from fractions import Fraction
 from pathlib import Path
 
 import sympy
@@ -23,8 +23,6 @@ from .paper import Paper
 from .questions import Question
 from .spec import ProblemSpec
 from .paper import DocumentInfo
-
-SCALAR_LIST = re.compile(r"\[\s+([^\[\]{}]*?)\s+\]")
 
 
 def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
@@ -49,23 +47,38 @@ def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
 
 
 def _write_json(file, info: DocumentInfo, records: dict) -> None:
-    file.write(_dumps({"seed": info.seed, "decimals": info.decimals})[:-2])
+    file.write(_json_text({"seed": info.seed, "decimals": info.decimals}, "")[:-2])
     for name, items in records.items():
         file.write(f',\n "{name}": [')
         for number, record in enumerate(items):
-            file.write(("," if number else "") + "\n" + _indented(_dumps(record), "  "))
+            file.write(("," if number else "") + "\n  " + _json_text(record, "  "))
         file.write("\n ]")
     file.write("\n}\n")
 
 
-def _dumps(value) -> str:
-    text = json.dumps(value, indent=1, allow_nan=False)
-    # One matrix row per line: a list holding only numbers, strings or nulls is folded.
-    return SCALAR_LIST.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+def _json_text(value, indent: str) -> str:
+    """``value`` as json.dumps(indent=1) writes it on a line indented by ``indent``, except
+    that a row (``_one_line``) is written on one line.  Each
+    row is encoded by json's C encoder in one call; with an indent, json.dumps would use
+    its pure-Python encoder, most of a large set's JSON time."""
+    if isinstance(value, dict) and value:
+        inner = indent + " "
+        return ("{\n" + ",\n".join(f"{inner}{json.dumps(str(key))}: {_json_text(item, inner)}"
+                                   for key, item in value.items()) + "\n" + indent + "}")
+    if isinstance(value, (list, tuple)) and value and not _one_line(value):
+        inner = indent + " "
+        return "[\n" + ",\n".join(inner + _json_text(item, inner) for item in value) + "\n" + indent + "]"
+    return json.dumps(value, allow_nan=False)
 
 
-def _indented(text: str, prefix: str) -> str:
-    return prefix + text.replace("\n", "\n" + prefix)
+def _one_line(items) -> bool:
+    """A row of numbers, nulls or short texts; a list holding LaTeX (a concept question's
+    choices, with $...$ and braces) stays one item per line, as it always was."""
+    return not any(isinstance(item, (dict, list, tuple)) or
+                   isinstance(item, str) and not BRACKETS.isdisjoint(item) for item in items)
+
+
+BRACKETS = frozenset("[]{}")
 
 
 def problem_record(question: Question, version: int = 1, number: int = 1) -> dict:
@@ -141,8 +154,8 @@ def spec_record(spec: ProblemSpec) -> dict:
 def _spec_entry(value: sympy.Expr):
     if value.is_Integer:
         return int(value)
-    if value.is_Rational and sympy.Rational(repr(float(value))) == value:
-        return float(value)  # a short decimal such as 0.25, written as the teacher typed it
+    if value.is_Rational and Fraction(repr(value.p / value.q)) == Fraction(value.p, value.q):
+        return value.p / value.q  # a short decimal such as 0.25, written as the teacher typed it
     return str(value)
 
 
