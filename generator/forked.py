@@ -17,11 +17,13 @@ run is written in one process: a fork would cost more than it saves.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import pickle
 import signal
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -126,7 +128,18 @@ class _CompactPickler(pickle.Pickler):
             return kind._from_args, (obj.args,)
         if kind in (Pow, exp):
             return _unevaluated, (kind, obj.args)
-        return NotImplemented  # anything else as sympy pickles it
+        if _slotted_record(kind):  # the engine's many small records: by their constructor,
+            return kind, tuple(getattr(obj, name) for name in kind.__slots__)  # not field by field
+        return NotImplemented  # anything else as sympy or pickle does it
+
+
+@lru_cache(maxsize=None)
+def _slotted_record(kind: type) -> bool:
+    """A dataclass with __slots__ built from all its fields in order, and nothing else."""
+    fields = getattr(kind, "__dataclass_fields__", None)
+    return (fields is not None and "__slots__" in kind.__dict__ and not hasattr(kind, "__post_init__")
+            and kind.__slots__ == tuple(fields)
+            and all(field.init and field._field_type is dataclasses._FIELD for field in fields.values()))
 
 
 def _unevaluated(kind, args):
