@@ -10,8 +10,9 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
-from ..engine import Num, solve
+from ..engine import Num, Step, run, solve
 from ..questions import ConceptItem, Part, Question, lettered, the_top_key
+from ..steps import plan_for
 from . import GIVEN, QuestionType, register
 from .row import draw_row, read_row
 
@@ -49,17 +50,17 @@ ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABC
 
 
 def concept_question(spec) -> Question:
-    solution = solve(spec)
+    solution, unscaled = solve(spec), weights_with(spec, "no-scaling")  # the second, for two items
     shuffle = np.random.default_rng(zlib.crc32(spec.id.encode()))
     items = tuple(_shuffled(item, shuffle) for item in (
-        _top_attention(solution, spec.row), _row_sum(spec), _output_shape(spec),
-        *(() if spec.unscaled else (_no_scaling(solution, spec),))))
+        _top_attention(solution, unscaled, spec.row), _row_sum(spec), _output_shape(spec),
+        *(() if spec.unscaled else (_no_scaling(solution, unscaled, spec),))))
     given = (solution.step("scores"), solution.step("weights"))
     parts = lettered([Part(f"concept-{item.topic}", 1, item=item) for item in items])
     return Question("concept", spec, solution, given, parts)
 
 
-def _top_attention(solution, token: int) -> ConceptItem:
+def _top_attention(solution, unscaled, token: int) -> ConceptItem:
     """Which key does `token` attend to most, and with what weight?"""
     def top(weights_step):
         row = weights_step.entries[token]
@@ -70,9 +71,9 @@ def _top_attention(solution, token: int) -> ConceptItem:
     right = top(solution.step("weights"))
     row = solution.step("weights").entries[token]
     second = sorted(range(len(row)), key=lambda j: -row[j].value)[1:2]
-    wrong = [(top(solve(solution.spec, "no-scaling").step("weights")),
+    wrong = [(top(unscaled),
               "softmax of the raw scores, without scaling"),
-             (top(solve(solution.spec, "column-softmax").step("weights")),
+             (top(weights_with(solution.spec, "column-softmax")),
               "softmax down each column instead of along the row")]
     wrong += [((j, row[j]), "the second-largest weight of the row") for j in second]
     wrong += [((right[0], Num.of(sympy.Rational(1, len(row)))), "equal weights for every key")]
@@ -96,16 +97,24 @@ def _output_shape(spec) -> ConceptItem:
     return _item("output-shape", (n, d_v), wrong, key=str)
 
 
-def _no_scaling(solution, spec) -> ConceptItem:
+def _no_scaling(solution, unscaled, spec) -> ConceptItem:
     """Without scaling, what would the largest weight of `token` be?"""
     def largest(weights_step):
         return max(weights_step.entries[spec.row], key=lambda n: n.value)
 
-    right = largest(solve(spec, "no-scaling").step("weights"))
+    right = largest(unscaled)
     wrong = [(largest(solution.step("weights")), "the weight with scaling: the question drops it"),
-             (largest(solve(spec, "dk-not-sqrt").step("weights")), "dividing by d_k, not by nothing"),
+             (largest(weights_with(spec, "dk-not-sqrt")), "dividing by d_k, not by nothing"),
              (Num.of(sympy.Rational(1, spec.n_keys)), "equal weights for every key")]
     return _item("no-scaling", right, wrong, key=lambda n: round(n.value, 4))
+
+
+def weights_with(spec, mistake: str) -> Step:
+    """The weights a student making ``mistake`` reaches: the plan up to A, not the output,
+    which no distractor needs."""
+    plan = plan_for(spec, mistake)
+    names = [step_def.name for step_def in plan]
+    return run(plan[:names.index("weights") + 1], spec).step("weights")
 
 
 def _item(topic: str, right, wrong: list[tuple], key) -> ConceptItem:
