@@ -91,17 +91,17 @@ register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info
 # The platforms' drivers load their modules when asked for: a run without them need not.
 def _practice(r: Rendering) -> dict:
     from .web import render_practice
-    return render_practice(r.keys, r.info, r.templates)
+    return render_practice(r.keys, r.info, r.templates, r.workspace)
 
 
 def _moodle(r: Rendering) -> dict:
     from .web import render_moodle
-    return {"moodle.xml": render_moodle(r.keys, r.info, r.templates)}
+    return {"moodle.xml": render_moodle(r.keys, r.info, r.templates, r.workspace)}
 
 
 def _qti(r: Rendering) -> dict:
     from .qti import render_qti
-    return {"qti.zip": render_qti(r.keys, r.info, r.templates)}
+    return {"qti.zip": render_qti(r.keys, r.info, r.templates, r.workspace)}
 
 
 register(Driver("html", _practice,

@@ -31,6 +31,7 @@ from markupsafe import escape
 
 from .marking import Tolerances
 from .paper import DocumentInfo, Paper
+from .render import send_in_batches
 from .web import web_environment
 
 SMALL_STEP = 6  # a step of at most this many entries is asked whole; a larger one, one row
@@ -77,17 +78,26 @@ class Quiz:
     sections: tuple[QuizSection, ...]
 
 
-def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> bytes:
-    """qti.zip: imsmanifest.xml and one assessment per version."""
+def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
+               workspace: Path | None = None) -> bytes | Path:
+    """qti.zip: imsmanifest.xml and one assessment per version; given a ``workspace``, the zip
+    is written there, each assessment as it is rendered (a large set's XML runs to hundreds
+    of megabytes), and given as the file's path."""
     environment = web_environment(info.decimals, user_templates, "html")
     environment.filters.update(xml_text=lambda html: escape(str(html)), plain=plain)
     package = package_ident(keys)
     quizzes = [build_quiz(paper, info, package) for paper in keys]
-    files = {quiz.file: environment.get_template("qti/assessment.xml.j2").render(quiz=quiz, info=info)
-             for quiz in quizzes}
-    files = {"imsmanifest.xml": environment.get_template("qti/manifest.xml.j2").render(
-        quizzes=quizzes, info=info, ident=package), **files}
-    return zipped(files)
+    assessment = environment.get_template("qti/assessment.xml.j2")
+    files = {"imsmanifest.xml": environment.get_template("qti/manifest.xml.j2").generate(
+        quizzes=quizzes, info=info, ident=package),
+        **{quiz.file: assessment.generate(quiz=quiz, info=info) for quiz in quizzes}}
+    if workspace is None:
+        buffer = io.BytesIO()
+        zip_into(buffer, files)
+        return buffer.getvalue()
+    with open(workspace / "qti.zip", "wb") as file:
+        zip_into(file, files)
+    return workspace / "qti.zip"
 
 
 MANY_QUIZZES = 6  # beyond this many versions, Canvas leaves the teacher much assigning to do
@@ -102,16 +112,16 @@ def package_notes(versions: int) -> list[str]:
             "assign to its students; --versions 2 to 4 gives quizzes to assign by section"]
 
 
-def zipped(files: dict[str, str]) -> bytes:
-    """A zip of the files, in order, with fixed dates: the same files give the same bytes."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in files.items():
+def zip_into(file, files: dict) -> None:
+    """A zip of the files (name -> a template's chunks), in order, with fixed dates: the same
+    files give the same bytes.  Each is compressed as it is rendered."""
+    with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, chunks in files.items():
             info = zipfile.ZipInfo(name, ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            archive.writestr(info, text.encode("utf-8"))
-    return buffer.getvalue()
+            with io.TextIOWrapper(archive.open(info, "w"), encoding="utf-8", newline="") as text:
+                send_in_batches(chunks, text)
 
 
 def package_ident(keys: list[Paper]) -> str:

@@ -120,19 +120,25 @@ def _render(environment, folder: str, name: str, papers, info, *sinks, **extra) 
     try:
         if not sinks:
             return template.render(papers=papers, info=info, **extra)
-        batch = []
-        for chunk in template.generate(papers=papers, info=info, **extra):
-            batch.append(chunk)
-            if len(batch) == STREAM_BATCH:
-                _send("".join(batch), sinks)
-                batch = []
-        _send("".join(batch), sinks)
+        send_in_batches(template.generate(papers=papers, info=info, **extra), *sinks)
         return None
     except (jinja2.TemplateError, OSError):  # OSError: writing the file (a full disk)
         raise
     except Exception as error:  # a filter given the wrong kind of value, say by a user's template
         raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}, rendering "
                                           f"{folder}/{name}") from error
+
+
+def send_in_batches(chunks, *sinks) -> None:
+    """A template's chunks (``generate``) written to each sink a few kilobytes at a time, as
+    they are rendered: a large document never sits in memory whole."""
+    batch = []
+    for chunk in chunks:
+        batch.append(chunk)
+        if len(batch) == STREAM_BATCH:
+            _send("".join(batch), sinks)
+            batch = []
+    _send("".join(batch), sinks)
 
 
 def _send(text: str, sinks) -> None:
@@ -401,17 +407,27 @@ def _relations(decimals: int, exact: str, rounded: str) -> dict:
 def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded="≈") -> dict:
     """Filters for a step's working, whose operands are printed with the places that make each
     line check on a calculator: ``{% set places = line | places %}``, then
-    ``x | num_at(places)``; an exponent with ``x | num_at(x | exponent_places(e, places))``;
+    ``x | num_at(places)``; a dot product with ``line | products(places, "·")``; an exponent
+    with ``x | num_at(x | exponent_places(e, places))``;
     a softmax row's sum as the sum of what it prints.  ``mark`` makes the format's text
     trusted (NoEscape in LaTeX)."""
     def number_at(n, places):
         return mark(number(n, places))
+
+    def products(line, places, times):
+        """A dot product's working, a·b + c·(-d) + ...: one filter, not a template loop over
+        its pairs, which cost a fifth of a large key's rendering."""
+        (first, _), *rest = line.pairs  # the first factor needs no parentheses
+        lefts = [number(first, places)] + [fmt.parenthesized(number(a, places)) for a, _ in rest]
+        return mark(" + ".join(left + times + fmt.parenthesized(number(b, places))
+                               for left, (_, b) in zip(lefts, line.pairs)))
 
     return dict(
         places=lambda line: fmt.working_places(line, decimals),
         exponent_places=fmt.exponent_places,
         num_at=number_at,
         paren_at=lambda n, places: mark(fmt.parenthesized(number(n, places))),
+        products=products,
         vector_at=lambda nums, places: mark(vector([number(n, places) for n in nums])),
         rel_at=lambda n, places: exact if fmt.is_exact_at(n, places) else rounded,
         printed_sum=lambda nums, places: mark(fmt.printed_sum(nums, places)))

@@ -21,30 +21,46 @@ from . import formatting as fmt
 from .paper import DocumentInfo, Paper
 from . import steps
 from .prose import mathml
-from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment
+from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
 from .marking import Tolerances
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
 
-def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None) -> str:
-    """A Moodle XML question bank: one cloze question per problem, a category per version."""
+def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
+                  workspace: Path | None = None) -> str | Path:
+    """A Moodle XML question bank: one cloze question per problem, a category per version;
+    given a ``workspace``, written there as it is rendered, and given as the file's path."""
     environment = web_environment(info.decimals, user_templates, "moodle")
-    return environment.get_template("moodle/quiz.xml.j2").render(papers=keys, info=info)
+    return rendered(environment.get_template("moodle/quiz.xml.j2"), workspace, "moodle.xml",
+                    papers=keys, info=info)
 
 
-def render_practice(keys: list[Paper], info: DocumentInfo,
-                    user_templates: Path | None = None) -> dict[str, str]:
-    """One practice page per version: practice.html, or practice/version-NN.html."""
+def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
+                    workspace: Path | None = None) -> dict[str, str | Path]:
+    """One practice page per version: practice.html, or practice/version-NN.html (written
+    into ``workspace`` as they are rendered, when there is one)."""
     environment = web_environment(info.decimals, user_templates, "html")
     template = environment.get_template("html/practice.html.j2")
     script = Markup(PRACTICE_SCRIPT.read_text(encoding="utf-8"))
     pages = {}
     for paper in keys:
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
-        pages[name] = template.render(paper=paper, info=info, script=script,
-                                      data=practice_data(paper, info.decimals))
+        pages[name] = rendered(template, workspace, name, paper=paper, info=info, script=script,
+                               data=practice_data(paper, info.decimals))
     return pages
+
+
+def rendered(template, workspace: Path | None, name: str, **values) -> str | Path:
+    """The template's text; or, given a ``workspace``, the file it was written to there as it
+    was rendered (a large set's page or bank never sits in memory whole)."""
+    if workspace is None:
+        return template.render(**values)
+    path = workspace / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as file:
+        send_in_batches(template.generate(**values), file)
+    return path
 
 
 def practice_data(paper: Paper, decimals: int) -> dict:

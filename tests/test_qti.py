@@ -263,3 +263,36 @@ def test_a_roster_of_own_versions_is_told_what_canvas_makes_of_it(tmp_path, run_
                            "--format", "qti", "--out", tmp_path / "p")
     assert code == 0 and "quizzes" not in err
     assert len(canvas.import_package(tmp_path / "p" / "qti.zip")) == 2
+
+
+def test_a_large_set_is_written_as_it_is_rendered_with_the_same_bytes(tmp_path):
+    """Given the run's work folder, qti.zip, moodle.xml and the practice pages are written
+    there as they are rendered (a thousand hard problems' quiz XML is 160 MB), and hold exactly
+    what the in-memory rendering holds, versions and every question type included."""
+    from generator.web import render_moodle, render_practice
+
+    versions = {1: drawn("hard", 4, count=16, seed=3), 2: drawn("medium", 4, count=16, seed=4)}
+    keys, info = answer_keys(versions), DocumentInfo(decimals=4, versioned=True)
+    assert render_qti(keys, info, workspace=tmp_path).read_bytes() == render_qti(keys, info)
+    assert render_moodle(keys, info, workspace=tmp_path).read_text(encoding="utf-8") == \
+        render_moodle(keys, info)
+    written = render_practice(keys, info, workspace=tmp_path)
+    assert {name: path.read_text(encoding="utf-8") for name, path in written.items()} == \
+        render_practice(keys, info)
+
+
+def test_each_item_carries_the_worked_key_of_its_own_part(tmp_path):
+    """The assessment renders a part's key once and gives it to each of the part's items: an
+    item's feedback is its own part's key, the same for each item of the part, and no two
+    parts of the set share one."""
+    path = package_of(drawn("medium", 4, count=14, seed=5), tmp_path, 4)
+    keys: dict[tuple[str, str], set[str]] = {}
+    for question in canvas.import_package(path)[0].questions:
+        if question.question_type == "text_only_question":
+            continue
+        problem, rest = question.name.split(" (", 1)
+        letter = rest[0]
+        assert f"Worked answer, ({letter})" in question.neutral_comments
+        keys.setdefault((problem, letter), set()).add(question.neutral_comments)
+    assert len(keys) > 14 and all(len(texts) == 1 for texts in keys.values())
+    assert len({text for texts in keys.values() for text in texts}) == len(keys)
