@@ -1,9 +1,9 @@
 """Work done by a forked process beside the run, on a machine with more than one core.
 
-A large set is solved by two processes: a forked child solves the last part of the
-set while the run solves the first, and hands its solved problems back through a pipe
-(sympy's expressions pickled as they are, not rebuilt and simplified again, which
-would cost as much as solving them).
+A large set is solved by two processes: a forked child draws and solves the first part
+of the set while the run draws the whole set and solves the rest, and hands its solved
+problems back through a pipe (sympy's expressions pickled as they are, not rebuilt and
+simplified again, which would cost as much as solving them).
 
 Once every problem is solved, a large run forks a child for each format other than
 LaTeX (Markdown, JSON, the practice page, Moodle).  Each writes its files into the
@@ -31,7 +31,7 @@ from sympy import Add, Mul, Pow, exp
 
 FORK_FROM = 60  # problems in the run
 SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
-CHILD_SHARE = 0.45  # of the problems, solved by the child: the run also unpickles its share
+CHILD_SHARE = 0.44  # of the problems, solved by the child: the run also draws them and unpickles
 
 
 @dataclass

@@ -9,7 +9,9 @@ against the independent numpy pipeline.  The CLI and the tests both call this.
 from __future__ import annotations
 
 import argparse  # the run's options: the command line's Namespace, or a test's
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from . import forked
@@ -52,7 +54,10 @@ def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]
                          f"{MAX_TOTAL_PROBLEMS} problems in one run")
     options, types, skipped = draw_plan(args)
     notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
-    return {version: draw_specs(args, options, types, seed, version)
+    if args.problem is not None:
+        return {1: [sample_problem(options, args.problem, types)]}, notes
+    count = problem_count(args)
+    return {version: Drawn(count, partial(sample_set, options, seed, version=version, types=types))
             for version in range(1, versions + 1)}, notes
 
 
@@ -92,10 +97,24 @@ def draw_plan(args: argparse.Namespace):
     return (options, *drawable_types(args.types or default_mix(), options, bool(args.types)))
 
 
-def draw_specs(args, options, types: tuple[str, ...], seed: int, version: int) -> list[ProblemSpec]:
-    if args.problem is not None:
-        return [sample_problem(options, args.problem, types)]
-    return sample_set(options, seed, problem_count(args), version, types)
+class Drawn(Sequence):
+    """One version's random problems, drawn when first read.  Problem i is drawn the same
+    however many follow it, so a large set's solving child draws only the problems it
+    solves (``first``), beside the run, which goes on to draw them all."""
+
+    def __init__(self, count: int, draw: Callable[[int], list[ProblemSpec]]):
+        self.count, self.draw, self.specs = count, draw, None
+
+    def first(self, count: int) -> list[ProblemSpec]:
+        return self.specs[:count] if self.specs is not None else self.draw(count)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index):
+        if self.specs is None:
+            self.specs = self.draw(self.count)
+        return self.specs[index]
 
 
 def solve_sets(args, specs: dict[int, list[ProblemSpec]],
@@ -104,8 +123,7 @@ def solve_sets(args, specs: dict[int, list[ProblemSpec]],
     budget (the first version decides how many, so that every version is as long)."""
     budget = budget_of(args)
     if budget is None:
-        flat = [spec for version_specs in specs.values() for spec in version_specs]
-        solved = iter(_solved_all(flat, on_solved))
+        solved = iter(_solved_all(specs, on_solved))
         return {version: [next(solved) for _ in version_specs] for version, version_specs in specs.items()}
     name, limit, measure = budget
     first = next(iter(specs))
@@ -156,24 +174,42 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
     return "gen-problems " + " ".join(words)
 
 
-def _solved_all(specs: list[ProblemSpec], on_solved) -> list[Question]:
-    """Every spec solved, in order; a large set on two processes (``forked``), the same
+def _solved_all(specs: dict[int, Sequence[ProblemSpec]], on_solved) -> list[Question]:
+    """Every spec solved, in order; a large set on two processes (``forked``): a child draws
+    and solves the first part while the run draws the rest and solves it.  The same
     questions either way."""
-    if len(specs) < forked.SOLVE_APART_FROM:
-        return [_solved(spec, on_solved) for spec in specs]
-    split = len(specs) - int(len(specs) * forked.CHILD_SHARE)
-    child = forked.compute_in_child(lambda: [solve_checked(spec) for spec in specs[split:]])
+    total = sum(map(len, specs.values()))
+    if total < forked.SOLVE_APART_FROM:
+        return [_solved(spec, on_solved) for spec in _flat(specs)]
+    share = int(total * forked.CHILD_SHARE)
+    child = forked.compute_in_child(lambda: [solve_checked(spec) for spec in _first(specs, share)])
     if child is None:
-        return [_solved(spec, on_solved) for spec in specs]
+        return [_solved(spec, on_solved) for spec in _flat(specs)]
     try:
-        mine = [_solved(spec, on_solved) for spec in specs[:split]]
+        mine = [_solved(spec, on_solved) for spec in _flat(specs)[share:]]
         theirs = child.result()
     except BaseException:
         child.stop()
         raise
     for _ in theirs:
         on_solved()
-    return mine + theirs
+    return theirs + mine
+
+
+def _flat(specs: dict[int, Sequence[ProblemSpec]]) -> list[ProblemSpec]:
+    return [spec for version_specs in specs.values() for spec in version_specs]
+
+
+def _first(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[ProblemSpec]:
+    """The first ``count`` specs, in version order, drawing no more than those."""
+    first = []
+    for version_specs in specs.values():
+        wanted = min(count - len(first), len(version_specs))
+        if wanted <= 0:
+            break
+        first += (version_specs.first(wanted) if isinstance(version_specs, Drawn)
+                  else list(version_specs[:wanted]))
+    return first
 
 
 def _solved(spec: ProblemSpec, on_solved) -> Question:

@@ -100,6 +100,29 @@ def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_p
     assert outputs(tmp_path / "apart") == outputs(tmp_path / "alone")
 
 
+def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path, monkeypatch):
+    """The child draws the problems it solves and no more (problem i is drawn the same however
+    many follow), its share running on into the next version; the files are the same."""
+    from generator import pipeline
+    log = tmp_path / "drawn"  # written by the child: its memory is its own
+    first = pipeline.Drawn.first
+
+    def logged(self, n):
+        with open(log, "a") as file:
+            file.write(f"{n} {os.getpid()}\n")
+        return first(self, n)
+    monkeypatch.setattr(pipeline.Drawn, "first", logged)
+    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    args = ("--count", 5, "--versions", 4, "--seed", 8, "--format", "json")
+    assert run_cli(*args, "--out", tmp_path / "apart")[0] == 0
+    drawn = [line.split() for line in log.read_text().splitlines()]
+    assert [n for n, _ in drawn] == ["5", "3"]  # 44% of 20: version 1's five, three of version 2's
+    assert {pid for _, pid in drawn} != {str(os.getpid())}  # drawn in the child
+    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10**9)
+    assert run_cli(*args, "--out", tmp_path / "alone")[0] == 0
+    assert outputs(tmp_path / "apart") == outputs(tmp_path / "alone")
+
+
 def test_a_failure_in_the_solving_child_is_the_runs_own(run_cli, tmp_path, monkeypatch):
     from generator import pipeline
     from generator.spec import SpecError
