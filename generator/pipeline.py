@@ -41,9 +41,10 @@ def solve_checked(spec: ProblemSpec) -> Question:
     return question
 
 
-def problem_sets(args, seed: int, students) -> tuple[dict[int, list[ProblemSpec]], list[str]]:
-    """The specs of each version (one version unless --versions or a roster asks for more),
-    and notes for the teacher on what the mix left out."""
+def problem_sets(args, seed: int, students) -> tuple[dict[int, Sequence[ProblemSpec]], list[str]]:
+    """The specs of each version (one version unless --versions or a roster asks for more;
+    random ones drawn when first read, see ``Drawn``), and notes for the teacher on what the
+    mix left out."""
     if args.spec:
         return {1: load_spec_file(Path(args.spec))}, []
     if args.record:
@@ -117,7 +118,7 @@ class Drawn(Sequence):
         return self.specs[index]
 
 
-def solve_sets(args, specs: dict[int, list[ProblemSpec]],
+def solve_sets(args, specs: dict[int, Sequence[ProblemSpec]],
                on_solved=lambda: None) -> dict[int, list[Question]]:
     """Every version solved and checked; with --minutes or --marks, as many problems as fit the
     budget (the first version decides how many, so that every version is as long)."""
@@ -176,8 +177,8 @@ def draw_command(args: argparse.Namespace, seed: int) -> str:
 
 def _solved_all(specs: dict[int, Sequence[ProblemSpec]], on_solved) -> list[Question]:
     """Every spec solved, in order; a large set on two processes (``forked``): a child draws
-    and solves the first part while the run draws the rest and solves it.  The same
-    questions either way."""
+    and solves the first part while the run draws the whole set and solves the rest.  The
+    same questions either way."""
     total = sum(map(len, specs.values()))
     if total < forked.SOLVE_APART_FROM:
         return [_solved(spec, on_solved) for spec in _flat(specs)]
