@@ -153,6 +153,9 @@ LITERAL = re.compile(rb"\(((?:\\.|[^\\)])*)\)", re.DOTALL)
 HEXADECIMAL = re.compile(rb"<([0-9A-Fa-f\s]*)>")
 INLINE_IMAGE = re.compile(rb"\bBI\b")
 ESCAPE = re.compile(rb"\\([0-7]{1,3}|\r\n|.)", re.DOTALL)
+# A string's escapes are whole (LITERAL), and one ending "\1" must not run into a next
+# string starting "23": strings joined by a backslash-newline, which stands for nothing.
+LINE_CONTINUED = b"\\\n"
 ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b"",
            b"\r": b"", b"\r\n": b""}
 
@@ -167,7 +170,7 @@ def glyphs_shown(pdf) -> dict:
         resources = page.obj.get("/Resources", {})
         fonts = resources.get("/Font", {})
         content = _content(page)
-        if "/XObject" in resources or INLINE_IMAGE.search(content):
+        if "/XObject" in resources or b"BI" in content and INLINE_IMAGE.search(content):
             return {}  # text inside forms, or an image's bytes: fonts stay whole
         parts = FONT_CHOSEN.split(content)  # text before any font, then name, run, name, run
         by_name: dict[bytes, list[bytes]] = {}
@@ -185,9 +188,10 @@ def glyphs_shown(pdf) -> dict:
 def _codes(text: bytes) -> set[int]:
     """The character codes of every string shown in ``text``."""
     literals = LITERAL.findall(text)
-    if any(b"\\" in literal for literal in literals):
-        literals = [ESCAPE.sub(_unescape, literal) for literal in literals]
-    codes = set(b"".join(literals))
+    shown = b"".join(literals)
+    if b"\\" in shown:  # unescaped in one pass, each string ended by an escaped newline,
+        shown = ESCAPE.sub(_unescape, LINE_CONTINUED.join(literals))  # which stands for nothing
+    codes = set(shown)
     if b"<" in text:
         codes.update(b"".join(_hex_string(digits) for digits in HEXADECIMAL.findall(text)))
     return codes
@@ -240,8 +244,20 @@ def _differences(font) -> dict[int, bytes] | None:
     encoding = font.get("/Encoding")
     if not isinstance(encoding, pikepdf.Dictionary) or "/Differences" not in encoding:
         return None
+    key = bytes(encoding.Differences.unparse())  # every paper's copy of a font has the same array
+    if key not in DIFFERENCES:
+        if len(DIFFERENCES) >= 64:
+            DIFFERENCES.clear()
+        DIFFERENCES[key] = _table(encoding.Differences)
+    return DIFFERENCES[key]
+
+
+DIFFERENCES: dict[bytes, dict[int, bytes]] = {}  # read only, once per worker
+
+
+def _table(differences) -> dict[int, bytes]:
     table, code = {}, 0
-    for item in encoding.Differences:
+    for item in differences:
         if isinstance(item, int):
             code = int(item)
         else:

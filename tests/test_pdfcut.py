@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy
 import pikepdf
 import pytest
+from hypothesis import given, settings, strategies
 from fontTools.cffLib import CFFFontSet, TopDictDecompiler
 from fontTools.misc.psCharStrings import T1CharString
 from fontTools.pens.recordingPen import RecordingPen
@@ -330,3 +331,17 @@ def test_a_fonts_own_encoding_is_read_from_its_clear_text():
               b"dup 65 /A put\ndup 100 /definite put\ndup 12 /fi put\nreadonly def\ncurrentdict end\n")
     assert type1.builtin_encoding(listed) == {65: b"A", 100: b"definite", 12: b"fi"}
     assert type1.builtin_encoding(b"/Encoding StandardEncoding def\n") is None
+
+
+@given(strategies.lists(strategies.lists(strategies.sampled_from(
+    [b"a", b"1", b"7", b"23", b"\\1", b"\\12", b"\\101", b"\\(", b"\\)", b"\\\\", b"\\n", b"\\\n",
+     b"\\\r\n", b"\\q", b"\xe9", b" "]), max_size=6), max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_strings_unescaped_in_one_pass_show_what_each_shows_alone(strings):
+    """The cutter reads a run's strings in one pass; it must find the codes that unescaping
+    each string on its own finds ("\\1" closing one string and "23" opening the next are
+    codes 1, 50, 51, never the "\\123" of octal 123)."""
+    literals = [b"".join(parts) for parts in strings]
+    text = b" ".join(b"(" + literal + b") Tj" for literal in literals)
+    alone = set(b"".join(pdfcut.ESCAPE.sub(pdfcut._unescape, literal) for literal in literals))
+    assert pdfcut._codes(text) == alone
