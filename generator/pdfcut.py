@@ -189,9 +189,13 @@ def _codes(text: bytes) -> set[int]:
     """The character codes of every string shown in ``text``."""
     literals = LITERAL.findall(text)
     shown = b"".join(literals)
-    if b"\\" in shown:  # unescaped in one pass, each string ended by an escaped newline,
-        shown = ESCAPE.sub(_unescape, LINE_CONTINUED.join(literals))  # which stands for nothing
-    codes = set(shown)
+    if b"\\" not in shown:
+        codes = set(shown)
+    else:  # the bytes between escapes, and each kind of escape once
+        shown = LINE_CONTINUED.join(literals)
+        codes = set(ESCAPE.sub(b"", shown))
+        for escape in set(ESCAPE.findall(shown)):
+            codes.update(_escaped(escape))
     if b"<" in text:
         codes.update(b"".join(_hex_string(digits) for digits in HEXADECIMAL.findall(text)))
     return codes
@@ -213,8 +217,8 @@ def _hex_string(digits: bytes) -> bytes:
     return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode())
 
 
-def _unescape(found) -> bytes:
-    escaped = found.group(1)
+def _escaped(escaped: bytes) -> bytes:
+    """What an escape (what follows its backslash) stands for."""
     if escaped[:1].isdigit():
         return bytes([int(escaped, 8) & 0xFF])
     return ESCAPED.get(escaped, escaped)
