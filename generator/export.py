@@ -58,9 +58,9 @@ def _write_json(file, info: DocumentInfo, records: dict) -> None:
 
 def _json_text(value, indent: str) -> str:
     """``value`` as json.dumps(indent=1) writes it on a line indented by ``indent``, except
-    that a row (``_one_line``) is written on one line.  Each
-    row is encoded by json's C encoder in one call; with an indent, json.dumps would use
-    its pure-Python encoder, most of a large set's JSON time."""
+    that a row (``_one_line``) is written on one line, by one call to json's C encoder
+    (with an indent, json.dumps uses its pure-Python encoder: most of a large set's JSON
+    time)."""
     if isinstance(value, dict) and value:
         inner = indent + " "
         return ("{\n" + ",\n".join(f"{inner}{json.dumps(str(key))}: {_json_text(item, inner)}"

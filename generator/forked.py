@@ -135,11 +135,13 @@ class _CompactPickler(pickle.Pickler):
 
 @lru_cache(maxsize=None)
 def _slotted_record(kind: type) -> bool:
-    """A dataclass with __slots__ built from all its fields in order, and nothing else."""
-    fields = getattr(kind, "__dataclass_fields__", None)
-    return (fields is not None and "__slots__" in kind.__dict__ and not hasattr(kind, "__post_init__")
-            and kind.__slots__ == tuple(fields)
-            and all(field.init and field._field_type is dataclasses._FIELD for field in fields.values()))
+    """A dataclass with __slots__ whose constructor takes its fields in order and does
+    nothing else (the engine's records)."""
+    if (not dataclasses.is_dataclass(kind) or "__slots__" not in kind.__dict__
+            or hasattr(kind, "__post_init__")):
+        return False
+    fields = dataclasses.fields(kind)
+    return kind.__slots__ == tuple(field.name for field in fields) and all(f.init for f in fields)
 
 
 def _unevaluated(kind, args):
