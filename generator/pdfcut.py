@@ -34,12 +34,17 @@ else:  # a worker runs this file by path (python -P): its folder is looked in la
 
 WORTH_CUTTING = 8000  # bytes: a smaller Type 1 font is left whole, as it costs more time to cut
 # than it saves space
-PAPERS_PER_WORKER = 20  # fewer are cut in the run's first worker alone: starting one costs
+# A document gets a worker per this many papers, up to one per core.  Starting a worker
+# costs about half a CPU-second (pikepdf, fontTools, each font's glyphs converted again),
+# and the questions and the keys are cut at about the same time: a class of 100 keeps both
+# cores busy with one worker a document (a median of 6.3 s against 6.6 s with two, six runs
+# each here), a class of 500 is faster with two.
+PAPERS_PER_WORKER = 75
 
 
 def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path) -> dict[str, Path]:
     """Write the pages from each start to the next as its own PDF, fonts cut to fit.  The
-    work is pure Python, so it runs in worker processes, one per core, each cutting a share
+    work is pure Python, so it runs in worker processes, up to one per core, each cutting a share
     of the papers, while the run's own process goes on (a thread would hold it up).  The
     workers run this file with ``-P`` (this folder is looked in last, for type1.py only) and
     need nothing but pikepdf."""
