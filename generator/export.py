@@ -18,6 +18,7 @@ from pathlib import Path
 
 import sympy
 
+from .exact import to_float
 from .formatting import exact_text
 from .paper import Paper
 from .questions import Question
@@ -154,8 +155,8 @@ def spec_record(spec: ProblemSpec) -> dict:
 def _spec_entry(value: sympy.Expr):
     if value.is_Integer:
         return int(value)
-    if value.is_Rational and Fraction(repr(value.p / value.q)) == Fraction(value.p, value.q):
-        return value.p / value.q  # a short decimal such as 0.25, written as the teacher typed it
+    if value.is_Rational and Fraction(repr(to_float(value))) == Fraction(value.p, value.q):
+        return to_float(value)  # a short decimal such as 0.25, written as the teacher typed it
     return str(value)
 
 

@@ -414,19 +414,20 @@ def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded
     def number_at(n, places):
         return mark(number(n, places))
 
+    def parenthesized_at(n, places):
+        return mark(fmt.parenthesized(number(n, places)))
+
     def products(line, places, times):
         """A dot product's working, a·b + c·(-d) + ...: one filter, not a template loop over
         its pairs, which cost a fifth of a large key's rendering."""
-        (first, _), *rest = line.pairs  # the first factor needs no parentheses
-        lefts = [number(first, places)] + [fmt.parenthesized(number(a, places)) for a, _ in rest]
-        return mark(" + ".join(left + times + fmt.parenthesized(number(b, places))
-                               for left, (_, b) in zip(lefts, line.pairs)))
+        return mark(" + ".join((number_at if k == 0 else parenthesized_at)(a, places) + times
+                               + parenthesized_at(b, places) for k, (a, b) in enumerate(line.pairs)))
 
     return dict(
         places=lambda line: fmt.working_places(line, decimals),
         exponent_places=fmt.exponent_places,
         num_at=number_at,
-        paren_at=lambda n, places: mark(fmt.parenthesized(number(n, places))),
+        paren_at=parenthesized_at,
         products=products,
         vector_at=lambda nums, places: mark(vector([number(n, places) for n in nums])),
         rel_at=lambda n, places: exact if fmt.is_exact_at(n, places) else rounded,
