@@ -20,7 +20,11 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the cutting workers load this file by path, outside the package
+if __package__:
+    from .type1 import STRING_ESCAPE, escaped
+else:  # the cutting workers load this file by path, outside the package
+    from type1 import STRING_ESCAPE, escaped
+if TYPE_CHECKING:
     from .type1 import Type1Program
 
 # Top DICT keys copied from the Type 1 font's clear text (strings), with their operators.
@@ -31,7 +35,6 @@ ITALIC_ANGLE = b"\x0c\x02"
 DEFAULT_WIDTH_X = b"\x14"
 HEADER = b"\x01\x00\x04\x04"  # version 1.0, header size, offset size
 STANDARD_STRINGS = 391
-PS_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b""}
 
 
 def type1c(program: Type1Program, kept: set[bytes]) -> bytes | None:
@@ -162,9 +165,9 @@ def ps_string(clear: bytes, key: bytes) -> bytes | None:
     while index < len(clear):
         byte = clear[index:index + 1]
         if byte == b"\\":
-            escaped = re.match(rb"\\([0-7]{1,3}|.)", clear[index:index + 4], re.DOTALL)
-            code = escaped.group(1) if escaped else b""
-            text += bytes([int(code, 8) & 0xFF]) if code[:1].isdigit() else PS_ESCAPES.get(code, code)
+            escape = STRING_ESCAPE.match(clear, index)
+            code = escape.group(1) if escape else b""
+            text += escaped(code) if code else b""
             index += 1 + len(code)
             continue
         depth += {b"(": 1, b")": -1}.get(byte, 0)

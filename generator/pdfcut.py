@@ -26,11 +26,11 @@ from pathlib import Path
 
 if __package__:
     from .cff import type1c
-    from .type1 import builtin_encoding, parse_program
+    from .type1 import STRING_ESCAPE, builtin_encoding, escaped, parse_program
 else:  # a worker runs this file by path (python -P): its folder is looked in last
     sys.path.append(str(Path(__file__).parent))
     from cff import type1c
-    from type1 import builtin_encoding, parse_program
+    from type1 import STRING_ESCAPE, builtin_encoding, escaped, parse_program
 
 WORTH_CUTTING = 8000  # bytes: a smaller Type 1 font is left whole, as it costs more time to cut
 # than it saves space
@@ -157,12 +157,9 @@ FONT_CHOSEN = re.compile(rb"/([^\s/\[\]()<>{}%]+)\s+[-+.\d]+\s+Tf\b")
 LITERAL = re.compile(rb"\(((?:\\.|[^\\)])*)\)", re.DOTALL)
 HEXADECIMAL = re.compile(rb"<([0-9A-Fa-f\s]*)>")
 INLINE_IMAGE = re.compile(rb"\bBI\b")
-ESCAPE = re.compile(rb"\\([0-7]{1,3}|\r\n|.)", re.DOTALL)
 # A string's escapes are whole (LITERAL), and one ending "\1" must not run into a next
 # string starting "23": strings joined by a backslash-newline, which stands for nothing.
 LINE_CONTINUED = b"\\\n"
-ESCAPED = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b"",
-           b"\r": b"", b"\r\n": b""}
 
 
 def glyphs_shown(pdf) -> dict:
@@ -198,9 +195,9 @@ def _codes(text: bytes) -> set[int]:
         codes = set(shown)
     else:  # the bytes between escapes, and each kind of escape once
         shown = LINE_CONTINUED.join(literals)
-        codes = set(ESCAPE.sub(b"", shown))
-        for escape in set(ESCAPE.findall(shown)):
-            codes.update(_escaped(escape))
+        codes = set(STRING_ESCAPE.sub(b"", shown))
+        for escape in set(STRING_ESCAPE.findall(shown)):
+            codes.update(escaped(escape))
     if b"<" in text:
         codes.update(b"".join(_hex_string(digits) for digits in HEXADECIMAL.findall(text)))
     return codes
@@ -220,13 +217,6 @@ def _content(page) -> bytes:
 def _hex_string(digits: bytes) -> bytes:
     digits = b"".join(digits.split())
     return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode())
-
-
-def _escaped(escaped: bytes) -> bytes:
-    """What an escape (what follows its backslash) stands for."""
-    if escaped[:1].isdigit():
-        return bytes([int(escaped, 8) & 0xFF])
-    return ESCAPED.get(escaped, escaped)
 
 
 def _glyph_names(font, codes: set[int]) -> set[bytes] | None:

@@ -18,6 +18,12 @@ EEXEC_KEY, CHARSTRING_KEY = 55665, 4330
 LEN_IV = 4
 SUBR_ENTRY = re.compile(rb"\s*dup (\d+) (\d+) (\S+) ")
 GLYPH_ENTRY = re.compile(rb"\s*/([^\s/{}()<>\[\]%]+) (\d+) (\S+) ")
+# A string's escapes, as PostScript writes them (and PDF, which took them from it): a
+# backslash, then up to three octal digits, a named control character, a line break
+# (which stands for nothing) or any other character, which stands for itself.
+STRING_ESCAPE = re.compile(rb"\\([0-7]{1,3}|\r\n|.)", re.DOTALL)
+NAMED_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f", b"\n": b"",
+                 b"\r": b"", b"\r\n": b""}
 KEPT_SUBRS = 4  # subroutines 0-3 serve flex and hint replacement, called by the font's own code
 
 
@@ -138,6 +144,13 @@ def parse_program(data: bytes, length1: int, length2: int) -> Type1Program | Non
                         private[subrs_end:glyphs_at],
                         {found.group(1): entry for found, entry in glyphs},
                         private[glyphs_end:], data[length1 + length2:])
+
+
+def escaped(escape: bytes) -> bytes:
+    """What an escape (what follows its backslash, ``STRING_ESCAPE``'s group) stands for."""
+    if escape[:1].isdigit():
+        return bytes([int(escape, 8) & 0xFF])
+    return NAMED_ESCAPES.get(escape, escape)
 
 
 BUILTIN_ENCODING = re.compile(rb"/Encoding\s+\d+\s+array\b(.*?)\sdef\b", re.DOTALL)  # "def" alone ends it

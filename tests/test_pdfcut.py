@@ -343,6 +343,6 @@ def test_strings_unescaped_in_one_pass_show_what_each_shows_alone(strings):
     codes 1, 50, 51, never the "\\123" of octal 123)."""
     literals = [b"".join(parts) for parts in strings]
     text = b" ".join(b"(" + literal + b") Tj" for literal in literals)
-    each = [pdfcut.ESCAPE.sub(lambda m: pdfcut._escaped(m.group(1)), literal) for literal in literals]
+    each = [type1.STRING_ESCAPE.sub(lambda m: type1.escaped(m.group(1)), literal) for literal in literals]
     alone = set(b"".join(each))
     assert pdfcut._codes(text) == alone
