@@ -122,17 +122,23 @@ def _differences_array(encoding: dict[int, bytes], glyphs: set[bytes]) -> list:
 
 
 PROGRAMS: dict[tuple, object] = {}  # a font's compressed bytes and lengths -> its program
+DIFFERENCES: dict[bytes, dict[int, bytes]] = {}  # a /Differences array's bytes -> its table
+
+
+def _remembered(cache: dict, key, make):
+    """``make()``, once per key in this worker: every paper's copy of a font is the same
+    bytes.  A few dozen fonts at most are kept."""
+    if key not in cache:
+        if len(cache) >= 64:
+            cache.clear()
+        cache[key] = make()
+    return cache[key]
 
 
 def font_program(stream):
-    """The Type 1 program of a font file, read once per worker: every paper's copy of a
-    font is the same compressed bytes, so they are not inflated and parsed again."""
+    """The Type 1 program of a font file, inflated and parsed once per worker."""
     key = (bytes(stream.read_raw_bytes()), int(stream.Length1), int(stream.Length2))
-    if key not in PROGRAMS:
-        if len(PROGRAMS) >= 64:
-            PROGRAMS.clear()
-        PROGRAMS[key] = parse_program(bytes(stream.read_bytes()), key[1], key[2])
-    return PROGRAMS[key]
+    return _remembered(PROGRAMS, key, lambda: parse_program(bytes(stream.read_bytes()), *key[1:]))
 
 
 def font_files(pdf) -> list:
@@ -243,15 +249,8 @@ def _differences(font) -> dict[int, bytes] | None:
     encoding = font.get("/Encoding")
     if not isinstance(encoding, pikepdf.Dictionary) or "/Differences" not in encoding:
         return None
-    key = bytes(encoding.Differences.unparse())  # every paper's copy of a font has the same array
-    if key not in DIFFERENCES:
-        if len(DIFFERENCES) >= 64:
-            DIFFERENCES.clear()
-        DIFFERENCES[key] = _table(encoding.Differences)
-    return DIFFERENCES[key]
-
-
-DIFFERENCES: dict[bytes, dict[int, bytes]] = {}  # read only, once per worker
+    return _remembered(DIFFERENCES, bytes(encoding.Differences.unparse()),
+                       lambda: _table(encoding.Differences))
 
 
 def _table(differences) -> dict[int, bytes]:
