@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        with _sigterm_as_interrupt():
+        with _stops_as_interrupts():
             return run(build_parser().parse_args(argv))
     except KeyboardInterrupt:
         print("gen-problems: interrupted; the output folder is as it was", file=sys.stderr)
@@ -183,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
                                 **exponent_table(args, sets))
             documents = render_documents(args, sets, students, info, folder, notes, progress)
             progress.stage("saving")
+            _unless_stopped()
             paths = folder.commit(documents, inputs)
     print_to_terminal(args, documents)
     for note in notes:
@@ -282,21 +283,41 @@ def first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "see the log")
 
 
+STOPS = (signal.SIGINT, signal.SIGTERM)
+STOP_REQUESTED = threading.Event()
+
+
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM (a closed terminal, a scheduler's stop) unwinds like Ctrl-C: the earlier set stays."""
+def _stops_as_interrupts():
+    """Ctrl-C and SIGTERM (a closed terminal, a scheduler's stop) unwind the run: the earlier
+    set stays.  Each is also recorded, because Python drops an exception raised where it
+    cannot be passed on (a stop that lands in an import's clean-up callback is printed as
+    "Exception ignored" and the run goes on); ``_unless_stopped`` asks before the set lands."""
+    STOP_REQUESTED.clear()
     if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = {stop: signal.signal(stop, _raise_interrupt) for stop in STOPS}
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda dropped: (None if isinstance(dropped.exc_value, KeyboardInterrupt)
+                                          else hook(dropped))  # recorded: said once, at the end
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = hook
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
 def _raise_interrupt(signum, frame):
+    STOP_REQUESTED.set()
     raise KeyboardInterrupt
+
+
+def _unless_stopped() -> None:
+    """A stop whose interrupt was dropped still stops the run, before anything is committed."""
+    if STOP_REQUESTED.is_set():
+        raise KeyboardInterrupt
 
 
 def scale_value(text: str):

@@ -139,3 +139,31 @@ def test_a_failure_in_the_solving_child_is_the_runs_own(run_cli, tmp_path, monke
     code, _, err = run_cli("--count", 12, "--seed", 6, "--out", tmp_path / "o")
     assert code == 2 and err.count("\n") == 1 and "cannot be solved (a test)" in err, err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_stop_python_drops_still_stops_the_run(run_cli, tmp_path, monkeypatch):
+    """A SIGTERM whose KeyboardInterrupt lands where Python cannot pass it on (here a __del__;
+    in a real run, an import's clean-up callback: the run went on and wrote its set) still
+    stops the run before its files land: exit 130, one line, the folder as it was."""
+    from generator import pipeline
+
+    class StopsInDel:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs here, inside __del__, and is dropped
+                pass
+
+    solve = pipeline.solve_checked
+    sent = []
+
+    def solve_and_stop(spec):
+        if not sent:
+            sent.append(StopsInDel())
+            sent[0] = None  # __del__ runs now
+        return solve(spec)
+
+    monkeypatch.setattr(pipeline, "solve_checked", solve_and_stop)
+    code, _, err = run_cli("--count", 3, "--seed", 1, "--out", tmp_path / "o")
+    assert sent and code == 130, err
+    assert err == "gen-problems: interrupted; the output folder is as it was\n"
+    assert not (tmp_path / "o").exists()
