@@ -119,20 +119,43 @@ def exact_text(num: Num) -> str:
 
 
 def softmax_text(exact: sympy.Expr) -> str | None:
-    """What sympy's printer writes for the forms a softmax makes of rational scores, written
+    """What sympy's printer writes for the forms a softmax makes of scaled scores, written
     here (sympy finds each product's sign by negating it, most of problems.json's time):
-    e^a as exp(a) (E, 1), a weight exp(a)/(S), an output entry (exp(a)*(v) + ...)/(S) or
-    (exp(a)/(S))*(v), S a sum of exponentials.  None for any other form, which sympy
-    prints (a test holds the two equal on every form of many sets)."""
+    a score r or r*sqrt(n); e^a as exp(a) (E, 1); a weight exp(a)/(S); an output entry
+    (exp(a)*(v) + ...)/(S), (exp(a)/(S))*(v), or a sum of such kept terms; S a sum of
+    exponentials.  None for any other form, which sympy prints (a test holds the two equal
+    on every form of many sets)."""
     if exact.is_Rational:
         return str(exact.p) if exact.q == 1 else f"{exact.p}/{exact.q}"
-    weight = _weight_text(exact)
-    if weight is not None:
-        return weight
-    if exact.is_Mul and len(exact.args) == 2 and exact.args[1].is_Rational:  # one value kept
-        weight = _weight_text(exact.args[0])
-        return None if weight is None else f"({weight})*{_factor_text(exact.args[1])}"
-    return _exponential_text(exact) or _sum_text(exact)
+    return (_surd_text(exact) or _weight_text(exact) or _kept_text(exact)
+            or _exponential_text(exact) or _sum_text(exact))
+
+
+def _surd_text(exact) -> str | None:
+    """r*sqrt(n) for a rational r and a whole n, as sympy writes it: 3*sqrt(2)/4, -sqrt(3)/3
+    (a score divided by sqrt(d_k))."""
+    if _is_root(exact):
+        return f"sqrt({exact.base.p})"
+    if not (exact.is_Mul and len(exact.args) == 2 and exact.args[0].is_Rational
+            and _is_root(exact.args[1]) and exact.args[0] not in (0, 1)):
+        return None
+    ratio = exact.args[0]
+    sign, size = ("-" if ratio.p < 0 else ""), abs(ratio.p)
+    over = f"sqrt({exact.args[1].base.p})" if size == 1 else f"{size}*sqrt({exact.args[1].base.p})"
+    return sign + over + ("" if ratio.q == 1 else f"/{ratio.q}")
+
+
+def _is_root(exact) -> bool:
+    return bool(exact.is_Pow and exact.exp is sympy.S.Half and exact.base.is_Integer
+                and exact.base.p > 1)
+
+
+def _kept_text(exact) -> str | None:
+    """(weight)*v: one value kept of a weight."""
+    if not (exact.is_Mul and len(exact.args) == 2 and exact.args[1].is_Rational):
+        return None
+    weight = _weight_text(exact.args[0])
+    return None if weight is None else f"({weight})*{_factor_text(exact.args[1])}"
 
 
 def _weight_text(exact) -> str | None:
@@ -146,17 +169,21 @@ def _weight_text(exact) -> str | None:
 
 
 def _exponential_text(exact) -> str | None:
-    """e^r for a rational r: exp(r), or E and 1 as sympy writes e^1 and e^0."""
-    if isinstance(exact, sympy.exp) and exact.args[0].is_Rational:
-        return f"exp({softmax_text(exact.args[0])})"
+    """e^r for r rational or r*sqrt(n): exp(r), or E and 1 as sympy writes e^1 and e^0."""
+    if isinstance(exact, sympy.exp):
+        power = exact.args[0]
+        return f"exp({softmax_text(power)})" if power.is_Rational else (
+            None if (surd := _surd_text(power)) is None else f"exp({surd})")
     return "E" if exact is sympy.S.Exp1 else "1" if exact is sympy.S.One else None
 
 
 def _sum_text(exact, parenthesized: bool = False) -> str | None:
-    """A sum of e^r and e^r*(v) terms, v rational, in the engine's order."""
+    """A sum of e^r, e^r*(v), weight or (weight)*(v) terms, v rational, in the engine's
+    order."""
     if not exact.is_Add:
         return None
-    terms = [_exponential_text(term) or _weighted_text(term) for term in exact.args]
+    terms = [_exponential_text(term) or _weighted_text(term) or _weight_text(term)
+             or _kept_text(term) for term in exact.args]
     if None in terms:
         return None
     return f"({' + '.join(terms)})" if parenthesized else " + ".join(terms)

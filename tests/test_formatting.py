@@ -1,5 +1,6 @@
 """Numbers as a student writes them: exact when short, else rounded half away from zero."""
 
+import pytest
 import sympy
 
 from generator.engine import Num
@@ -63,7 +64,7 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
             (draw_options("easy"), ("full",)), (draw_options("medium", no_calculator=True), ("full",)),
             (replace(draw_options("medium"), scale=sympy.Rational(1, 2)), ("full", "masked")),
             (draw_options("medium", embeddings="one-hot", d_model=3), ("full", "heads"))]
-    written = others = 0
+    written = others = surds = 0
     for options, types in sets:
         for spec in sample_set(options, 11, 16, types=types):
             for solution in solve_checked(spec).solutions():
@@ -75,4 +76,16 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
                         elif not exact.is_Rational:
                             assert mine == _UNSORTED.doprint(exact), (spec.id, step.name)
                             written += 1
-    assert written > 1000 and others > 500  # both writers are met, many times over
+                            surds += "sqrt" in mine
+    # both writers are met, many times over, and scores divided by sqrt(d_k) among the forms
+    assert written > 1000 and others > 500 and surds > 500
+
+
+@pytest.mark.parametrize("exact", [sympy.sqrt(2), sympy.sqrt(2) / 2, -sympy.sqrt(2) / 2, 3 * sympy.sqrt(2),
+                                   -3 * sympy.sqrt(5), sympy.Rational(-7, 3) * sympy.sqrt(3),
+                                   sympy.exp(-sympy.sqrt(6) / 6), sympy.exp(sympy.Rational(12, 5) * sympy.sqrt(2)),
+                                   sympy.Mul(sympy.Rational(1, 2), sympy.sqrt(2), evaluate=False)])
+def test_scaled_scores_are_written_as_sympy_writes_them(exact):
+    from generator.formatting import _UNSORTED, softmax_text
+
+    assert softmax_text(exact) == _UNSORTED.doprint(exact)
