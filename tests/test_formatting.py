@@ -81,10 +81,13 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
     assert written > 1000 and others > 500 and surds > 500
 
 
-@pytest.mark.parametrize("exact", [sympy.sqrt(2), sympy.sqrt(2) / 2, -sympy.sqrt(2) / 2, 3 * sympy.sqrt(2),
-                                   -3 * sympy.sqrt(5), sympy.Rational(-7, 3) * sympy.sqrt(3),
-                                   sympy.exp(-sympy.sqrt(6) / 6), sympy.exp(sympy.Rational(12, 5) * sympy.sqrt(2)),
-                                   sympy.Mul(sympy.Rational(1, 2), sympy.sqrt(2), evaluate=False)])
+ROOT2 = sympy.sqrt(2)
+
+
+@pytest.mark.parametrize("exact", [ROOT2, ROOT2 / 2, -ROOT2 / 2, 3 * ROOT2, -3 * sympy.sqrt(5),
+                                   sympy.Rational(-7, 3) * sympy.sqrt(3), sympy.exp(-sympy.sqrt(6) / 6),
+                                   sympy.exp(sympy.Rational(12, 5) * ROOT2),
+                                   sympy.Mul(sympy.Rational(1, 2), ROOT2, evaluate=False)])
 def test_scaled_scores_are_written_as_sympy_writes_them(exact):
     from generator.formatting import _UNSORTED, softmax_text
 
