@@ -41,6 +41,7 @@ REMEMBERED = 20_000
 _UNSORTED = _RememberingPrinter()
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
+_SCIENTIFIC_FLOAT = float(SCIENTIFIC_FROM)
 MAX_SHORT_PLACES = 10  # a rational hidden in an exact form is looked for up to these places
 
 
@@ -98,12 +99,29 @@ def decimal_text(num: Num, decimals: int) -> str:
             # Decimal division at 28 digits is not exact: round the rational itself.
             value = _round_rational(exact, decimals)
     else:
+        text = _float_text(num.value, decimals)
+        if text is not None:
+            return text
         value = Decimal(num.value)  # the float's exact binary value: no double rounding
     if abs(value) >= SCIENTIFIC_FROM:
         return f"{value:.{decimals}e}"
     text = f"{value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
     if exact_here and "." in text:
         text = text.rstrip("0").rstrip(".")
+    return _unsigned_zero(text)
+
+
+def _float_text(value: float, decimals: int) -> str | None:
+    """A float rounded half away from zero at ``decimals``, by Python's own formatting (a
+    fifth of the time of Decimal's): it rounds the float's exact binary value correctly,
+    half to even, which is half away from zero except at a tie.  A tie is a multiple of
+    2^-(decimals+1) (x·2·10^d odd, x dyadic), so those, and the large, are left to Decimal."""
+    if abs(value) >= _SCIENTIFIC_FLOAT or (value * 2.0 ** (decimals + 1)).is_integer():
+        return None
+    return _unsigned_zero(f"{value:.{decimals}f}")
+
+
+def _unsigned_zero(text: str) -> str:
     return "0" + text[2:] if text.startswith("-0") and set(text[1:]) <= set("0.") else text
 
 

@@ -1,7 +1,11 @@
 """Numbers as a student writes them: exact when short, else rounded half away from zero."""
 
+from decimal import ROUND_HALF_UP, Decimal
+
 import pytest
 import sympy
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from generator.engine import Num
 from generator.formatting import decimal_text, is_exact_at, plain_matrix, short_exact_text
@@ -92,3 +96,21 @@ def test_scaled_scores_are_written_as_sympy_writes_them(exact):
     from generator.formatting import _UNSORTED, softmax_text
 
     assert softmax_text(exact) == _UNSORTED.doprint(exact)
+
+
+@given(st.floats(min_value=-1e7, max_value=1e7, allow_nan=False, allow_subnormal=True)
+       | st.integers(-10**7, 10**7).map(lambda n: n / 2**12), st.integers(0, 12))
+@example(0.03125, 4).via("a tie: 1/32 at 4 places")
+@example(-0.00005, 4).via("rounds to minus zero")
+@example(2.675, 2).via("just below the half it looks like")
+def test_a_float_is_rounded_half_away_from_zero_as_decimal_rounds_it(value, decimals):
+    """The quick path (Python's formatting, which rounds half to even) gives what Decimal's
+    ROUND_HALF_UP of the float's exact value gives, ties included."""
+    from generator.formatting import _float_text
+
+    quick = _float_text(value, decimals)
+    exact = f"{Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+    exact = "0" + exact[2:] if exact.startswith("-0") and set(exact[1:]) <= set("0.") else exact
+    assert quick in (None, exact)
+    if abs(value) < 1e7 and (value * 2 ** (decimals + 1)) % 1:
+        assert quick == exact
