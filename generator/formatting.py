@@ -41,7 +41,7 @@ REMEMBERED = 20_000
 _UNSORTED = _RememberingPrinter()
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
-_SCIENTIFIC_FLOAT = float(SCIENTIFIC_FROM)
+_SCIENTIFIC_FLOAT, _SCIENTIFIC_INT = float(SCIENTIFIC_FROM), int(SCIENTIFIC_FROM)
 MAX_SHORT_PLACES = 10  # a rational hidden in an exact form is looked for up to these places
 
 
@@ -94,6 +94,9 @@ def decimal_text(num: Num, decimals: int) -> str:
     exact_here = is_exact_at(num, decimals)
     exact = rational_value(num) if exact_here else exact
     if exact.is_Rational:
+        text = _rational_text(exact, decimals, exact_here)
+        if text is not None:
+            return text
         value = Decimal(exact.p) / Decimal(exact.q) if exact.q != 1 else Decimal(exact.p)
         if exact.q != 1 and not exact_here:
             # Decimal division at 28 digits is not exact: round the rational itself.
@@ -109,6 +112,25 @@ def decimal_text(num: Num, decimals: int) -> str:
     if exact_here and "." in text:
         text = text.rstrip("0").rstrip(".")
     return _unsigned_zero(text)
+
+
+def _rational_text(value: sympy.Rational, decimals: int, exact_here: bool) -> str | None:
+    """A rational at ``decimals`` in whole numbers (Decimal's quantize costs more than all the
+    rest): exact, trailing zeros dropped, when its denominator divides 10^decimals, else
+    rounded half away from zero.  None from 10^7 on, which is written in scientific notation."""
+    unit = 10**decimals
+    if exact_here:
+        scaled = abs(value.p) * (unit // value.q)
+    else:
+        scaled = (2 * abs(value.p) * unit + value.q) // (2 * value.q)
+    if scaled >= _SCIENTIFIC_INT * unit:
+        return None
+    whole, fraction = divmod(scaled, unit)
+    digits = f"{fraction:0{decimals}d}" if decimals else ""
+    if exact_here:
+        digits = digits.rstrip("0")
+    sign = "-" if value.p < 0 and scaled else ""
+    return f"{sign}{whole}.{digits}" if digits else f"{sign}{whole}"
 
 
 def _float_text(value: float, decimals: int) -> str | None:

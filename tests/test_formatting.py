@@ -1,6 +1,7 @@
 """Numbers as a student writes them: exact when short, else rounded half away from zero."""
 
 from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 import pytest
 import sympy
@@ -114,3 +115,34 @@ def test_a_float_is_rounded_half_away_from_zero_as_decimal_rounds_it(value, deci
     assert quick in (None, exact)
     if abs(value) < 1e7 and (value * 2 ** (decimals + 1)) % 1:
         assert quick == exact
+
+
+@given(st.fractions(max_denominator=10**6).filter(lambda x: abs(x) < 10**8)
+       | st.integers(-10**9, 10**9).map(lambda n: Fraction(n, 10**4)), st.integers(0, 9))
+@example(Fraction(-1, 30000), 4).via("rounds to minus zero")
+@example(Fraction(1, 20000), 4).via("a tie, half away from zero")
+@example(Fraction(-1, 20000), 4).via("a negative tie")
+@example(Fraction(99_999_999_999, 10**4), 4).via("just below scientific notation")
+@example(Fraction(10**11, 10**4), 4).via("scientific notation")
+def test_a_rational_is_written_as_decimal_writes_it(value, decimals):
+    """The quick path in whole numbers gives what Decimal's quantize gave: exact and
+    stripped of trailing zeros when the denominator divides 10^decimals, else rounded half
+    away from zero; from 10^7 on, scientific notation."""
+    number = sympy.Rational(value.numerator, value.denominator)
+    exact_here = 10**decimals % number.q == 0
+    decimal = Decimal(number.p) / Decimal(number.q)
+    if not exact_here:
+        decimal = Decimal(round_half_away(value * 10**decimals)).scaleb(-decimals)
+    if abs(decimal) >= 10**7:
+        expected = f"{decimal:.{decimals}e}"
+    else:
+        expected = f"{decimal.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
+        if exact_here and "." in expected:
+            expected = expected.rstrip("0").rstrip(".")
+        if expected.startswith("-0") and set(expected[1:]) <= set("0."):
+            expected = expected[1:]
+    assert decimal_text(Num.of(number), decimals) == expected
+
+
+def round_half_away(x: Fraction) -> int:
+    return int((abs(x) * 2 + 1) // 2) * (1 if x >= 0 else -1)
