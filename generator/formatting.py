@@ -177,7 +177,7 @@ def _surd_text(exact) -> str | None:
     if _is_root(exact):
         return f"sqrt({exact.base.p})"
     if not (exact.is_Mul and len(exact.args) == 2 and exact.args[0].is_Rational
-            and _is_root(exact.args[1]) and exact.args[0] not in (0, 1)):
+            and _is_root(exact.args[1]) and exact.args[0] is not sympy.S.One):
         return None
     ratio = exact.args[0]
     sign, size = ("-" if ratio.p < 0 else ""), abs(ratio.p)
