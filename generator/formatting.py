@@ -383,6 +383,7 @@ def plain_matrix(rows: list[list[str]], indent: str = "    ") -> str:
 
 # --- LaTeX -----------------------------------------------------------------
 
+@lru_cache(maxsize=8192)  # a key writes each number several times: matrix, working, checks
 def latex_number(num: Num, decimals: int) -> str:
     text = decimal_text(num, decimals)
     if text == "-inf":
