@@ -124,8 +124,8 @@ class _CompactPickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         kind = type(obj)
-        if kind in (Add, Mul):  # its arguments as they were, in their order
-            return kind._from_args, (obj.args,)
+        if kind in (Add, Mul):  # its arguments as they were, in their order (and, known, whether
+            return kind._from_args, (obj.args, obj.is_commutative)  # they commute: not asked again)
         if kind in (Pow, exp):
             return _unevaluated, (kind, obj.args)
         if _slotted_record(kind):  # the engine's many small records: by their constructor,
