@@ -212,8 +212,8 @@ def _exponential_text(exact) -> str | None:
     """e^r for r rational or r*sqrt(n): exp(r), or E and 1 as sympy writes e^1 and e^0."""
     if isinstance(exact, sympy.exp):
         power = exact.args[0]
-        return f"exp({softmax_text(power)})" if power.is_Rational else (
-            None if (surd := _surd_text(power)) is None else f"exp({surd})")
+        written = softmax_text(power) if power.is_Rational else _surd_text(power)
+        return None if written is None else f"exp({written})"
     return "E" if exact is sympy.S.Exp1 else "1" if exact is sympy.S.One else None
 
 
