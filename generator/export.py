@@ -155,8 +155,10 @@ def spec_record(spec: ProblemSpec) -> dict:
 def _spec_entry(value: sympy.Expr):
     if value.is_Integer:
         return int(value)
-    if value.is_Rational and Fraction(repr(to_float(value))) == Fraction(value.p, value.q):
-        return to_float(value)  # a short decimal such as 0.25, written as the teacher typed it
+    if value.is_Rational:
+        number = to_float(value)
+        if Fraction(repr(number)) == Fraction(value.p, value.q):
+            return number  # a short decimal such as 0.25, written as the teacher typed it
     return str(value)
 
 

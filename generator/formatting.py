@@ -94,13 +94,10 @@ def decimal_text(num: Num, decimals: int) -> str:
     exact_here = is_exact_at(num, decimals)
     exact = rational_value(num) if exact_here else exact
     if exact.is_Rational:
-        text = _rational_text(exact, decimals, exact_here)
-        if text is not None:
-            return text
-        value = Decimal(exact.p) / Decimal(exact.q) if exact.q != 1 else Decimal(exact.p)
-        if exact.q != 1 and not exact_here:
-            # Decimal division at 28 digits is not exact: round the rational itself.
-            value = _round_rational(exact, decimals)
+        scaled = _scaled(exact, decimals, exact_here)
+        if scaled < _SCIENTIFIC_INT * 10**decimals:
+            return _rational_text(scaled, exact.p < 0, decimals, exact_here)
+        value = Decimal(-scaled if exact.p < 0 else scaled).scaleb(-decimals)
     else:
         text = _float_text(num.value, decimals)
         if text is not None:
@@ -114,22 +111,23 @@ def decimal_text(num: Num, decimals: int) -> str:
     return _unsigned_zero(text)
 
 
-def _rational_text(value: sympy.Rational, decimals: int, exact_here: bool) -> str | None:
-    """A rational at ``decimals`` in whole numbers (Decimal's quantize costs more than all the
-    rest): exact, trailing zeros dropped, when its denominator divides 10^decimals, else
-    rounded half away from zero.  None from 10^7 on, which is written in scientific notation."""
+def _scaled(value: sympy.Rational, decimals: int, exact_here: bool) -> int:
+    """|value|·10^decimals as a whole number: exact when the denominator divides 10^decimals,
+    else rounded half away from zero (in integers: Decimal's division is not exact)."""
     unit = 10**decimals
     if exact_here:
-        scaled = abs(value.p) * (unit // value.q)
-    else:
-        scaled = (2 * abs(value.p) * unit + value.q) // (2 * value.q)
-    if scaled >= _SCIENTIFIC_INT * unit:
-        return None
-    whole, fraction = divmod(scaled, unit)
+        return abs(value.p) * (unit // value.q)
+    return (2 * abs(value.p) * unit + value.q) // (2 * value.q)
+
+
+def _rational_text(scaled: int, negative: bool, decimals: int, exact_here: bool) -> str:
+    """A rational's ``_scaled`` digits as text (Decimal's quantize costs more than all the
+    rest): trailing zeros dropped when it is exact at ``decimals``."""
+    whole, fraction = divmod(scaled, 10**decimals)
     digits = f"{fraction:0{decimals}d}" if decimals else ""
     if exact_here:
         digits = digits.rstrip("0")
-    sign = "-" if value.p < 0 and scaled else ""
+    sign = "-" if negative and scaled else ""
     return f"{sign}{whole}.{digits}" if digits else f"{sign}{whole}"
 
 
@@ -250,13 +248,6 @@ def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:
         return None
     text = exact_text(num)
     return text if len(text) <= limit else None
-
-
-def _round_rational(value: sympy.Rational, decimals: int) -> Decimal:
-    """Half away from zero, in integers: floor(|p|/q · 10^d + 1/2)."""
-    numerator, denominator = abs(value.p), value.q
-    rounded = (2 * numerator * 10**decimals + denominator) // (2 * denominator)
-    return Decimal(-rounded if value.p < 0 else rounded).scaleb(-decimals)
 
 
 # --- Working a calculator can check -----------------------------------------
