@@ -24,10 +24,11 @@ import pickle
 import signal
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable
 
-from sympy import Add, Mul, Pow, exp
+from sympy import Add, Basic, Integer, Mul, Pow, Rational, exp
 
 FORK_FROM = 60  # problems in the run
 SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
@@ -118,22 +119,38 @@ def _report(work: Callable[[], object], pipe: int) -> int:
     return code
 
 
-class _CompactPickler(pickle.Pickler):
-    """Pickles a sympy expression as its class and arguments, to be put back together as they
-    are: sympy's own pickling rebuilds it through its constructors, which simplify anew."""
+class _Reducers(dict):
+    """The pickler's dispatch table: how each kind of object is pickled, worked out the first
+    time the kind is met.  A sympy expression goes as its class and arguments, to be put back
+    together as it was: sympy's own pickling rebuilds it through its constructors, which
+    simplify anew.  The engine's many small records go by their constructor, not field by
+    field.  Anything else (KeyError) is pickled as sympy or pickle does it."""
 
-    def reducer_override(self, obj):
-        kind = type(obj)
-        if kind in (Add, Mul):  # its arguments as they were, in their order (and, known, whether
-            return kind._from_args, (obj.args, obj.is_commutative)  # they commute: not asked again)
-        if kind in (Pow, exp):
-            return _unevaluated, (kind, obj.args)
-        if _slotted_record(kind):  # the engine's many small records: by their constructor,
-            return kind, tuple(getattr(obj, name) for name in kind.__slots__)  # not field by field
-        return NotImplemented  # anything else as sympy or pickle does it
+    def __missing__(self, kind: type):
+        reducer = _reducer_for(kind)
+        if reducer is None:
+            raise KeyError(kind)
+        self[kind] = reducer
+        return reducer
 
 
-@lru_cache(maxsize=None)
+def _reducer_for(kind: type):
+    if kind in (Add, Mul):  # its arguments as they were, in their order, and (known) whether
+        return lambda obj: (_operation, (kind, obj._args, obj.is_commutative))  # they commute
+    if kind is Rational:  # in lowest terms already: not reduced again
+        return lambda obj: (_rational, (obj.p, obj.q))
+    if kind is exp:
+        return lambda obj: (_exponential, (obj._args,))
+    if kind is Pow:
+        return lambda obj: (_unevaluated, (kind, obj._args))
+    if _slotted_record(kind):
+        fields = attrgetter(*kind.__slots__)
+        if len(kind.__slots__) == 1:
+            return lambda obj: (kind, (fields(obj),))
+        return lambda obj: (kind, fields(obj))
+    return None
+
+
 def _slotted_record(kind: type) -> bool:
     """A dataclass with __slots__ whose constructor takes its fields in order and does
     nothing else (the engine's records)."""
@@ -144,13 +161,39 @@ def _slotted_record(kind: type) -> bool:
     return kind.__slots__ == tuple(field.name for field in fields) and all(f.init for f in fields)
 
 
+def _operation(kind, args, commutative):
+    return kind._from_args(args, commutative)
+
+
+def _rational(p, q):
+    return Rational._new(p, q, 1)
+
+
+def _exponential(args):
+    """``exp(*args, evaluate=False)`` without its per-object work: every exponential holds the
+    same set of argument counts, made once."""
+    obj = Basic.__new__(exp, *args)
+    obj.nargs = _exponential_argument_counts()
+    return obj
+
+
+@lru_cache(maxsize=None)
+def _exponential_argument_counts():
+    return exp(Integer(1), evaluate=False).nargs
+
+
 def _unevaluated(kind, args):
     return kind(*args, evaluate=False)
 
 
+REDUCERS = _Reducers()
+
+
 def _compact(outcome) -> bytes:
     buffer = io.BytesIO()
-    _CompactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(outcome)
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = REDUCERS
+    pickler.dump(outcome)
     return buffer.getvalue()
 
 

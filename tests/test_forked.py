@@ -167,3 +167,44 @@ def test_a_stop_python_drops_still_stops_the_run(run_cli, tmp_path, monkeypatch)
     assert sent and code == 130, err
     assert err == "gen-problems: interrupted; the output folder is as it was\n"
     assert not (tmp_path / "o").exists()
+
+
+def test_solved_problems_come_back_from_the_child_as_they_were_built():
+    """Every sympy expression the child hands back is the same tree (class, arguments in
+    their order, assumptions) as the one it built; the records are the same records."""
+    import pickle
+
+    import sympy
+    from generator.pipeline import solve_checked
+    from generator.sampling import draw_options, sample_set
+
+    from generator.kinds import default_mix
+    specs = (sample_set(draw_options("hard"), 5, 14, types=default_mix())
+             + sample_set(draw_options("medium", d_k=2), 6, 6))
+    built = [solve_checked(spec) for spec in specs]
+    back = pickle.loads(forked._compact(built))
+    seen: dict[type, int] = {}
+    visited: set[int] = set()  # records and tuples are shared between steps: each looked at once
+
+    def same(a, b):
+        assert type(a) is type(b)
+        if id(a) in visited:
+            return
+        visited.add(id(a))
+        if isinstance(a, sympy.Basic):
+            seen[type(a)] = seen.get(type(a), 0) + 1
+            assert sympy.srepr(a) == sympy.srepr(b) and a == b and hash(a) == hash(b)
+            assert a.is_commutative == b.is_commutative and a.is_positive == b.is_positive
+            assert getattr(a, "nargs", None) == getattr(b, "nargs", None)
+        elif isinstance(a, (list, tuple)):
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                same(x, y)
+        elif hasattr(type(a), "__dataclass_fields__"):
+            for name in type(a).__dataclass_fields__:
+                same(getattr(a, name), getattr(b, name))
+        elif not hasattr(a, "shape"):  # numpy arrays are pickled by numpy
+            assert a == b
+
+    same(built, back)
+    assert {sympy.Add, sympy.Mul, sympy.Pow, sympy.exp, sympy.Rational} <= set(seen)
