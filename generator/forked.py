@@ -32,7 +32,7 @@ from sympy import Add, Basic, Integer, Mul, Pow, Rational, exp
 
 FORK_FROM = 60  # problems in the run
 SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
-CHILD_SHARE = 0.44  # of the problems, solved by the child: the run also draws them and unpickles
+CHILD_SHARE = 0.48  # of the problems, solved by the child: the run also draws them and unpickles
 
 
 @dataclass
