@@ -118,8 +118,16 @@ class PdfBuild:
                      if pdf_name == "questions.pdf" else
                      [f"keys/version-{number:02d}.pdf" for number in range(1, self.keys + 1)])
             made.update(split_papers(document, pdf_name, names,
-                                     self.folder / SPLIT_INTO[pdf_name]))
+                                     self.folder / SPLIT_INTO[pdf_name], self._free_cores()))
         return made, notes
+
+
+    def _free_cores(self) -> int:
+        """The cores no other document of this build is using (compiled or being cut): the
+        papers of the last document are cut on all of them, those of one that finishes while
+        another still compiles on one."""
+        others = sum(not future.done() for future in self.started.values()) - 1
+        return max(1, len(os.sched_getaffinity(0)) - others)
 
 
 SPLIT_INTO = {"questions.pdf": "papers", "answers.pdf": "keys"}
@@ -326,7 +334,8 @@ def lualatex_ready() -> bool:
 PAPER_START = re.compile(r"^gen-problems: paper (\d+) starts after page (\d+)$", re.MULTILINE)
 
 
-def split_papers(document: Compiled, name: str, names: list[str], folder: Path) -> dict[str, Path]:
+def split_papers(document: Compiled, name: str, names: list[str], folder: Path,
+                 cores: int = 1) -> dict[str, Path]:
     """Cut a compiled document into its papers, at the page each paper's template logged;
     each paper is written to ``folder`` as it is cut (see ``pdfcut``)."""
     starts = [int(page) for _, page in PAPER_START.findall(document.log)]
@@ -334,4 +343,4 @@ def split_papers(document: Compiled, name: str, names: list[str], folder: Path) 
         raise SplitError(f"{name}: {len(names)} papers, but the TeX log marks {len(starts)} paper "
                          f"starts; a custom paper.tex.j2 must keep the \\typeout line that "
                          f"marks where each paper begins")
-    return cut_papers(document.path, starts, names, folder)
+    return cut_papers(document.path, starts, names, folder, cores)

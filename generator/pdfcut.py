@@ -34,21 +34,20 @@ else:  # a worker runs this file by path (python -P): its folder is looked in la
 
 WORTH_CUTTING = 8000  # bytes: a smaller Type 1 font is left whole, as it costs more time to cut
 # than it saves space
-# A document gets a worker per this many papers, up to one per core.  Starting a worker
-# costs about half a CPU-second (pikepdf, fontTools, each font's glyphs converted again),
-# and the questions and the keys are cut at about the same time: a class of 100 keeps both
-# cores busy with one worker a document (a median of 6.3 s against 6.6 s with two, six runs
-# each here), a class of 500 is faster with two.
-PAPERS_PER_WORKER = 75
+# A worker costs about half a CPU-second to start (pikepdf, fontTools, each font's glyphs
+# converted again), then a few milliseconds a paper: a second one is worth it only for a
+# document with many papers, on a core nothing else needs.
+PAPERS_PER_WORKER = 20
 
 
-def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path) -> dict[str, Path]:
+def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path,
+               cores: int = 1) -> dict[str, Path]:
     """Write the pages from each start to the next as its own PDF, fonts cut to fit.  The
-    work is pure Python, so it runs in worker processes, up to one per core, each cutting a share
-    of the papers, while the run's own process goes on (a thread would hold it up).  The
-    workers run this file with ``-P`` (this folder is looked in last, for type1.py only) and
-    need nothing but pikepdf."""
-    workers = max(1, min(len(os.sched_getaffinity(0)), len(names) // PAPERS_PER_WORKER))
+    work is pure Python, so it runs in worker processes, up to one per core it is given,
+    each cutting a share of the papers, while the run's own process goes on (a thread would
+    hold it up).  The workers run this file with ``-P`` (this folder is looked in last, for
+    type1.py only) and need nothing but pikepdf."""
+    workers = max(1, min(cores, len(names) // PAPERS_PER_WORKER))
     share = -(-len(names) // workers)
     running = []
     for first in range(0, len(names), share):
@@ -64,7 +63,6 @@ def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path) -> 
             last = (message.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
             raise OSError(f"cutting {pdf.name} into papers failed: {last}")
     return {name: folder / Path(name).name for name in names}
-
 
 
 def cut(pdf: Path, starts: list[int], until: int | None, names: list[str], folder: Path) -> None:
