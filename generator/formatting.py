@@ -215,6 +215,7 @@ def _exponential_text(exact) -> str | None:
     return "E" if exact is sympy.S.Exp1 else "1" if exact is sympy.S.One else None
 
 
+@lru_cache(maxsize=1024)  # a row's sum of exponentials is under each of its weights
 def _sum_text(exact, parenthesized: bool = False) -> str | None:
     """A sum of e^r, e^r*(v), weight or (weight)*(v) terms, v rational, in the engine's
     order."""
