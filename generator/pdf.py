@@ -60,6 +60,7 @@ class PdfBuild:
         self.folder, self.questions, self.keys, self.on_done = folder, questions, keys, on_done
         self.runs = ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0))))
         self.started: dict[str, Future] = {}
+        self.compiling: set[str] = set()  # documents TeX is still typesetting
         self.streams: list[TexStream] = []
 
     def stream(self, name: str) -> "TexStream":
@@ -84,6 +85,7 @@ class PdfBuild:
         engine = engine_of(_first_line(tex))
         if engine == "lualatex" and not lualatex_ready():
             raise TexMissing(UNICODE_HINT)
+        self.compiling.add(name)
         self.started[name] = self.runs.submit(self._compile, name, engine)
 
     def result(self) -> tuple[dict[str, bytes | Path], list[str]]:
@@ -109,6 +111,7 @@ class PdfBuild:
     def finished(self, name: str, document: Compiled):
         """A compiled document's PDF (cut into papers in a versioned run) and its notes."""
         pdf_name = Path(name).with_suffix(".pdf").name
+        self.compiling.discard(name)
         self.on_done(name)
         notes = [missing_note(pdf_name, paper, character, self.questions)
                  for paper, character in dict.fromkeys(missing_characters(document.log))]
@@ -121,13 +124,11 @@ class PdfBuild:
                                      self.folder / SPLIT_INTO[pdf_name], self._free_cores()))
         return made, notes
 
-
     def _free_cores(self) -> int:
-        """The cores no other document of this build is using (compiled or being cut): the
-        papers of the last document are cut on all of them, those of one that finishes while
-        another still compiles on one."""
-        others = sum(not future.done() for future in self.started.values()) - 1
-        return max(1, len(os.sched_getaffinity(0)) - others)
+        """The cores TeX is not using: a document finished while another still compiles is
+        cut on one, the last on all (beside the end of an earlier one's cutting, if need be:
+        the work is the same, and no core waits)."""
+        return max(1, len(os.sched_getaffinity(0)) - len(self.compiling))
 
 
 SPLIT_INTO = {"questions.pdf": "papers", "answers.pdf": "keys"}
@@ -195,6 +196,7 @@ class TexStream:
         self.chunks = queue.SimpleQueue()
         self.chunks.put(text)
         self.head = []
+        self.build.compiling.add(self.name)
         self.future = self.build.runs.submit(self._typeset, text)
         self.build.started[self.name] = self.future
 

@@ -35,8 +35,8 @@ else:  # a worker runs this file by path (python -P): its folder is looked in la
 WORTH_CUTTING = 8000  # bytes: a smaller Type 1 font is left whole, as it costs more time to cut
 # than it saves space
 # A worker costs about half a CPU-second to start (pikepdf, fontTools, each font's glyphs
-# converted again), then a few milliseconds a paper: a second one is worth it only for a
-# document with many papers, on a core nothing else needs.
+# converted again), then about ten milliseconds a paper: a second one is worth it for a
+# document of many papers, on a core nothing else needs.
 PAPERS_PER_WORKER = 20
 
 
@@ -56,13 +56,23 @@ def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path,
                    "names": names[first:first + share], "folder": str(folder)}
         worker = subprocess.Popen([sys.executable, "-P", __file__], stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        running.append((worker, json.dumps(request).encode()))
-    failures = [worker.communicate(request)[1] for worker, request in running]
-    for worker, message in zip((w for w, _ in running), failures):
+        with worker.stdin:  # every worker has its request before any is waited for
+            worker.stdin.write(json.dumps(request).encode())
+        running.append(worker)
+    failures = [_ended(worker) for worker in running]
+    for worker, message in zip(running, failures):
         if worker.returncode != 0:
             last = (message.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
             raise OSError(f"cutting {pdf.name} into papers failed: {last}")
     return {name: folder / Path(name).name for name in names}
+
+
+def _ended(worker: subprocess.Popen) -> bytes:
+    """What the worker said on stderr, once it has ended."""
+    with worker.stderr:
+        message = worker.stderr.read()
+    worker.wait()
+    return message
 
 
 def cut(pdf: Path, starts: list[int], until: int | None, names: list[str], folder: Path) -> None:

@@ -124,6 +124,33 @@ def test_the_answer_keys_too(class_run, tmp_path):
         page += count
 
 
+def test_papers_cut_on_two_cores_are_cut_at_once_and_the_same(class_run, tmp_path, monkeypatch):
+    """Each worker is handed its papers before any is waited for (so they work side by side),
+    and the papers are the same bytes however many workers cut them."""
+    papers = sorted((class_run / "papers").glob("*.pdf"))
+    starts, page = [], 0
+    for paper in papers:
+        starts.append(page)
+        page += len(pikepdf.open(paper).pages)
+    workers, all_handed_over = [], []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            workers.append(self)
+
+        def wait(self, timeout=None):
+            all_handed_over.append(all(worker.stdin.closed for worker in workers))
+            return super().wait(timeout)
+
+    monkeypatch.setattr(pdfcut.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(pdfcut, "PAPERS_PER_WORKER", 2)
+    pdfcut.cut_papers(class_run / "questions.pdf", starts, [p.name for p in papers], tmp_path, cores=2)
+    assert len(workers) == 2 and all_handed_over and all(all_handed_over)
+    assert {p.name: p.read_bytes() for p in papers} == \
+        {p.name: (tmp_path / p.name).read_bytes() for p in papers}
+
+
 def compact_font(descriptor):
     """The CFF font a descriptor embeds, read by fontTools (which checks its structure)."""
     assert "/FontFile" not in descriptor and descriptor.FontFile3.Subtype == "/Type1C"
