@@ -18,7 +18,6 @@ leaves that font whole: a paper can only ever be larger, never wrong.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
