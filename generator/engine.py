@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import sympy
 
-from .exact import to_float
+from .exact import as_written, exp_as_written, to_float
 from .spec import ProblemSpec, SpecError
 from .steps import StepDef, plan_for
 
@@ -210,7 +210,7 @@ class Evaluator:
         if numerator.exact == denominator.exact or (
                 numerator.exact.is_Rational and denominator.exact.is_Rational):
             return self(numerator.exact / denominator.exact)  # a weight of 1 or 1/2 stays plain
-        exact = sympy.Mul(numerator.exact, sympy.Pow(denominator.exact, -1), evaluate=False)
+        exact = as_written(sympy.Mul, numerator.exact, sympy.Pow(denominator.exact, -1))
         return Num(exact, numerator.value / denominator.value)
 
     def blend(self, pairs, weights_sum_to_one: bool) -> Num:
@@ -225,10 +225,10 @@ class Evaluator:
         denominator = _shared_denominator([w for w, _ in kept])
         if denominator is not None:  # softmax weights e_j/S: written once over S, not S each time
             kept = [(w.args[0], v) for w, v in kept]
-        terms = [w if v is one else sympy.Mul(w, v, evaluate=False) for w, v in kept]
-        exact = sympy.Add(*terms, evaluate=False) if terms else sympy.S.Zero
+        terms = [w if v is one else as_written(sympy.Mul, w, v) for w, v in kept]
+        exact = as_written(sympy.Add, *terms) if terms else sympy.S.Zero
         if denominator is not None:
-            exact = sympy.Mul(exact, sympy.Pow(denominator, -1), evaluate=False)
+            exact = as_written(sympy.Mul, exact, sympy.Pow(denominator, -1))
         return Num(exact, math.fsum(w.value * v.value for w, v in pairs))
 
     def matrix(self, rows) -> NumMatrix:
@@ -416,7 +416,7 @@ def _exp(x: sympy.Expr) -> sympy.Expr:
     """e^x; for a rational x other than 0 and 1, which sympy leaves as exp(x) anyway, without
     the assumptions its evaluation asks (most of a softmax's time)."""
     if x.is_Rational and x is not sympy.S.Zero and x is not sympy.S.One:
-        return sympy.exp(x, evaluate=False)
+        return exp_as_written(x)
     return sympy.exp(x)
 
 

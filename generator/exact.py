@@ -12,6 +12,7 @@ import ast
 import math
 import re
 import reprlib
+from functools import lru_cache
 
 import sympy
 from mpmath.libmp import (fone, from_int, mpf_add, mpf_div, mpf_e, mpf_exp, mpf_mul, mpf_pow_int,
@@ -63,6 +64,26 @@ def to_float(value: sympy.Expr) -> float:
 
 
 BITS = 120  # some 36 digits: more than evalf(30) carries, so the float64 is the same
+
+
+def as_written(kind, *args: sympy.Expr) -> sympy.Expr:
+    """``kind(*args, evaluate=False)`` for Add or Mul of arguments that are sympy numbers
+    already: the same object, built without sympy's cache, which hashes every argument to
+    look it up (a fifth of a hard set's solving)."""
+    return kind._from_args(args)
+
+
+def exp_as_written(x: sympy.Expr) -> sympy.Expr:
+    """``exp(x, evaluate=False)`` without its per-object work: every exponential holds the
+    same set of argument counts, which sympy makes anew for each."""
+    exponential = sympy.Basic.__new__(sympy.exp, x)
+    exponential.nargs = _exp_argument_counts()
+    return exponential
+
+
+@lru_cache(maxsize=None)
+def _exp_argument_counts():
+    return sympy.exp(sympy.Integer(1), evaluate=False).nargs
 
 
 def _at_120_bits(value: sympy.Expr):

@@ -23,12 +23,13 @@ import os
 import pickle
 import signal
 from dataclasses import dataclass
-from functools import lru_cache
 from operator import attrgetter
 from pathlib import Path
 from typing import Callable
 
-from sympy import Add, Basic, Integer, Mul, Pow, Rational, exp
+from sympy import Add, Mul, Pow, Rational, exp
+
+from .exact import exp_as_written
 
 FORK_FROM = 60  # problems in the run
 SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
@@ -140,7 +141,7 @@ def _reducer_for(kind: type):
     if kind is Rational:  # in lowest terms already: not reduced again
         return lambda obj: (_rational, (obj.p, obj.q))
     if kind is exp:
-        return lambda obj: (_exponential, (obj._args,))
+        return lambda obj: (exp_as_written, obj._args)
     if kind is Pow:
         return lambda obj: (_unevaluated, (kind, obj._args))
     if _slotted_record(kind):
@@ -167,19 +168,6 @@ def _operation(kind, args, commutative):
 
 def _rational(p, q):
     return Rational._new(p, q, 1)
-
-
-def _exponential(args):
-    """``exp(*args, evaluate=False)`` without its per-object work: every exponential holds the
-    same set of argument counts, made once."""
-    obj = Basic.__new__(exp, *args)
-    obj.nargs = _exponential_argument_counts()
-    return obj
-
-
-@lru_cache(maxsize=None)
-def _exponential_argument_counts():
-    return exp(Integer(1), evaluate=False).nargs
 
 
 def _unevaluated(kind, args):

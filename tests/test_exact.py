@@ -2,6 +2,7 @@
 
 import pytest
 import sympy
+from sympy import srepr
 
 from generator.exact import parse_exact, to_float
 
@@ -45,3 +46,29 @@ def test_to_float_is_correctly_rounded():
     assert to_float(sympy.Rational(1, 3)) == 1 / 3
     assert to_float(sympy.sqrt(2)) == 2**0.5
     assert to_float(sympy.exp(sympy.Rational(1, 2))) == 1.6487212707001282
+
+
+@pytest.mark.parametrize("kind, args", [
+    (sympy.Add, (sympy.exp(sympy.Rational(1, 2), evaluate=False), sympy.Rational(-3, 4))),
+    (sympy.Add, (sympy.Rational(1, 3), sympy.sqrt(2), sympy.S.One)),
+    (sympy.Mul, (sympy.exp(sympy.Rational(-1, 3), evaluate=False),
+                 sympy.Pow(sympy.Add(sympy.E, sympy.exp(sympy.Rational(1, 2))), -1))),
+    (sympy.Mul, (sympy.Rational(5, 7), sympy.S.Half)),
+    (sympy.Add, (sympy.sqrt(3),)),
+])
+def test_sums_and_products_as_written_are_sympys_unevaluated_ones(kind, args):
+    from generator.exact import as_written
+    built, sympys = as_written(kind, *args), kind(*args, evaluate=False)
+    assert type(built) is type(sympys) and built.args == sympys.args
+    assert built == sympys and hash(built) == hash(sympys) and srepr(built) == srepr(sympys)
+    assert built.is_commutative == sympys.is_commutative
+
+
+@pytest.mark.parametrize("x", [sympy.Rational(1, 2), sympy.Rational(-7, 3), sympy.Integer(2),
+                               sympy.sqrt(2) / 2])
+def test_an_exponential_as_written_is_sympys_unevaluated_one(x):
+    from generator.exact import exp_as_written
+    built, sympys = exp_as_written(x), sympy.exp(x, evaluate=False)
+    assert type(built) is sympy.exp and built.args == sympys.args and built.nargs == sympys.nargs
+    assert built == sympys and hash(built) == hash(sympys) and srepr(built) == srepr(sympys)
+    assert built.is_positive and float(built) == float(sympys)
