@@ -265,10 +265,21 @@ def working_places(line, decimals: int) -> int:
     need them.)"""
     key = id(line)
     if key not in _PLACES or _PLACES[key][0] is not line:
-        equations = _equations(line)
-        places = _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
+        if _exact_dot_product(line, decimals):
+            places = decimals
+        else:
+            equations = _equations(line)
+            places = _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
         _PLACES[key] = (line, places)
     return _PLACES[key][1]
+
+
+def _exact_dot_product(line, decimals: int) -> bool:
+    """A dot product of numbers each written exactly at ``decimals`` (the products of a hard
+    set's two-place entries): a calculator gets the exact result from them, which rounds as
+    the result is written, so the line checks as it is, without working it out."""
+    return type(line).__name__ == "DotProduct" and all(
+        is_exact_at(n, decimals) for pair in line.pairs for n in pair)
 
 
 def table_places(softmax_steps, decimals: int) -> int:

@@ -146,3 +146,23 @@ def test_a_rational_is_written_as_decimal_writes_it(value, decimals):
 
 def round_half_away(x: Fraction) -> int:
     return int((abs(x) * 2 + 1) // 2) * (1 if x >= 0 else -1)
+
+
+@pytest.mark.parametrize("difficulty, decimals", [("hard", 4), ("hard", 2), ("medium", 4), ("easy", 1)])
+def test_a_dot_product_of_exact_numbers_checks_as_the_full_check_says(difficulty, decimals):
+    """The short cut for dot products of numbers written exactly gives the places the full
+    calculator check gives, on every such line of a set."""
+    from generator.formatting import _equations, _exact_dot_product, _fewest
+    from generator.pipeline import solve_checked
+    from generator.sampling import draw_options, sample_set
+
+    taken = 0
+    for spec in sample_set(draw_options(difficulty, decimals=decimals), 3, 12):
+        for solution in solve_checked(spec).solutions():
+            for line in (w for step in solution.steps for w in step.working or ()):
+                if _exact_dot_product(line, decimals):
+                    taken += 1
+                    equations = _equations(line)
+                    assert _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations)) \
+                        == decimals
+    assert taken > 50
