@@ -151,6 +151,15 @@ def test_papers_cut_on_two_cores_are_cut_at_once_and_the_same(class_run, tmp_pat
         {p.name: (tmp_path / p.name).read_bytes() for p in papers}
 
 
+def test_a_worker_that_fails_is_one_clear_error(tmp_path):
+    """Both workers are waited for; the failure names the document and what the worker said."""
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"not a PDF")
+    with pytest.raises(OSError, match=r"^cutting broken.pdf into papers failed: .*PdfError"):
+        pdfcut.cut_papers(broken, list(range(40)), [f"{i}.pdf" for i in range(40)], tmp_path / "out",
+                          cores=2)
+
+
 def compact_font(descriptor):
     """The CFF font a descriptor embeds, read by fontTools (which checks its structure)."""
     assert "/FontFile" not in descriptor and descriptor.FontFile3.Subtype == "/Type1C"
