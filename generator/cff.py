@@ -38,7 +38,17 @@ STANDARD_STRINGS = 391
 
 
 def type1c(program: Type1Program, kept: set[bytes]) -> bytes | None:
-    """The CFF font program holding ``.notdef`` and the ``kept`` glyphs, or None."""
+    """The CFF font program holding ``.notdef`` and the ``kept`` glyphs, or None; made once
+    per set of glyphs (most papers show the same glyphs of a font: seven in eight, in a
+    class's keys)."""
+    fonts = _converted(program)[3]
+    key = frozenset(kept)
+    if key not in fonts:
+        fonts[key] = _type1c(program, kept)
+    return fonts[key]
+
+
+def _type1c(program: Type1Program, kept: set[bytes]) -> bytes | None:
     info = clear_text_info(program.clear)
     names = [b".notdef", *sorted(kept - {b".notdef"})]
     charstrings = type2_charstrings(program, names) if info is not None else None
@@ -92,12 +102,13 @@ def _font_set(name: bytes, entries: bytes, strings: Strings, charset: bytes, gly
     return head + _index([top]) + between + charset + glyphs + private
 
 
-CONVERTED: dict[int, tuple] = {}  # id(program) -> (program, its subroutines, glyphs converted)
+# id(program) -> (program, its subroutines, glyphs converted, CFF fonts made by glyphs kept)
+CONVERTED: dict[int, tuple] = {}
 
 
-def type2_charstrings(program: Type1Program, names: list[bytes]) -> list[bytes] | None:
-    """The glyphs as Type 2 charstrings, each made once per font (every paper's copy of it
-    is cut from the same program); None if one cannot be made."""
+def _converted(program: Type1Program) -> tuple:
+    """What is made of a program once per worker: every paper's copy of a font is cut from
+    the same program."""
     from fontTools.misc.psCharStrings import T1CharString  # 60 ms to load: only papers need it
 
     held = CONVERTED.get(id(program))
@@ -105,8 +116,14 @@ def type2_charstrings(program: Type1Program, names: list[bytes]) -> list[bytes] 
         if len(CONVERTED) >= 64:
             CONVERTED.clear()
         subrs = [T1CharString(bytecode=entry.code) for entry in program.subrs]
-        held = CONVERTED[id(program)] = (program, subrs, {})
-    _, subrs, converted = held
+        held = CONVERTED[id(program)] = (program, subrs, {}, {})
+    return held
+
+
+def type2_charstrings(program: Type1Program, names: list[bytes]) -> list[bytes] | None:
+    """The glyphs as Type 2 charstrings, each made once per font; None if one cannot be
+    made."""
+    _, subrs, converted, _ = _converted(program)
     for name in names:
         if name not in converted:
             code = program.glyphs.get(name)

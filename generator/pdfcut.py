@@ -100,7 +100,7 @@ def subset_fonts(pdf) -> None:
         descriptors = list({font.FontDescriptor.objgen: font.FontDescriptor for font in fonts}.values())
         own = [font for font in fonts if "/Encoding" not in font]  # in the program's encoding,
         encoding = builtin_encoding(program.clear) if own else {}  # which CFF does not carry
-        compact = compact_font(program, glyphs) if encoding is not None else None
+        compact = type1c(program, glyphs) if encoding is not None else None
         if compact is not None:
             font_file = pdf.make_stream(compact, Subtype=pikepdf.Name.Type1C)
             for descriptor in descriptors:
@@ -118,21 +118,6 @@ def subset_fonts(pdf) -> None:
         for descriptor in descriptors:
             if "/CharSet" in descriptor:
                 descriptor.CharSet = "".join(f"/{g.decode()}" for g in sorted(glyphs))
-
-
-COMPACT: dict[tuple, tuple] = {}  # (font program, glyphs) -> (the program, its CFF subset)
-
-
-def compact_font(program, glyphs: set[bytes]) -> bytes | None:
-    """The CFF font of ``glyphs`` of a program, made once per worker for each set of glyphs:
-    most papers show the same glyphs of a font (seven in eight, in a class's keys)."""
-    key = (id(program), frozenset(glyphs))  # the program is held with it, so its id stays its own
-    held = COMPACT.get(key)
-    if held is None or held[0] is not program:
-        if len(COMPACT) >= 1024:
-            COMPACT.clear()
-        held = COMPACT[key] = (program, type1c(program, glyphs))
-    return held[1]
 
 
 def _differences_array(encoding: dict[int, bytes], glyphs: set[bytes]) -> list:

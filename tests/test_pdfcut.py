@@ -302,7 +302,6 @@ def test_a_font_that_cannot_be_rewritten_stays_type_1(class_run):
 
 def test_where_no_font_can_be_rewritten_each_is_cut_as_type_1(class_run, monkeypatch):
     monkeypatch.setattr(pdfcut, "type1c", lambda program, glyphs: None)
-    monkeypatch.setattr(pdfcut, "COMPACT", {})  # nothing made by another test is reused
     with pikepdf.open(class_run / "questions.pdf") as combined, pikepdf.new() as paper:
         paper.pages.extend(combined.pages[:2])
         before = {stream.objgen: int(stream.Length2) for stream, _, _ in pdfcut.font_files(paper)}
