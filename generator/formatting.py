@@ -265,21 +265,10 @@ def working_places(line, decimals: int) -> int:
     need them.)"""
     key = id(line)
     if key not in _PLACES or _PLACES[key][0] is not line:
-        if _exact_dot_product(line, decimals):
-            places = decimals
-        else:
-            equations = _equations(line)
-            places = _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
+        equations = _equations(line)
+        places = _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
         _PLACES[key] = (line, places)
     return _PLACES[key][1]
-
-
-def _exact_dot_product(line, decimals: int) -> bool:
-    """A dot product of numbers each written exactly at ``decimals`` (the products of a hard
-    set's two-place entries): a calculator gets the exact result from them, which rounds as
-    the result is written, so the line checks as it is, without working it out."""
-    return type(line).__name__ == "DotProduct" and all(
-        is_exact_at(n, decimals) for pair in line.pairs for n in pair)
 
 
 def table_places(softmax_steps, decimals: int) -> int:
@@ -311,6 +300,17 @@ class _Equation:
     final: bool = True  # printed at the shown decimals; else at the operands' places
 
     def checks(self, places: int, decimals: int, operand_places: int | None = None) -> bool:
+        return (self.exact_at(operand_places or places)
+                or self.computed_checks(places, decimals, operand_places))
+
+    def exact_at(self, places: int) -> bool:
+        """A sum of products of numbers each written exactly at ``places`` (the dot products
+        of a hard set's two-place entries): a calculator gets the exact result from them,
+        which rounds as the result is written, so the line checks without working it out."""
+        return self.combine is _sum_of_products and all(is_exact_at(n, places)
+                                                        for n in self.operands)
+
+    def computed_checks(self, places: int, decimals: int, operand_places: int | None = None) -> bool:
         printed = [_printed(n, operand_places or places) for n in self.operands]
         result_places = decimals if self.final else places
         target = _printed(self.result, result_places)

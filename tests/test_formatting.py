@@ -150,9 +150,9 @@ def round_half_away(x: Fraction) -> int:
 
 @pytest.mark.parametrize("difficulty, decimals", [("hard", 4), ("hard", 2), ("medium", 4), ("easy", 1)])
 def test_a_dot_product_of_exact_numbers_checks_as_the_full_check_says(difficulty, decimals):
-    """The short cut for dot products of numbers written exactly gives the places the full
-    calculator check gives, on every such line of a set."""
-    from generator.formatting import _equations, _exact_dot_product, _fewest
+    """The short cut for sums of products of numbers written exactly agrees with the full
+    calculator check, on every line of a set it is taken on."""
+    from generator.formatting import _equations
     from generator.pipeline import solve_checked
     from generator.sampling import draw_options, sample_set
 
@@ -160,9 +160,8 @@ def test_a_dot_product_of_exact_numbers_checks_as_the_full_check_says(difficulty
     for spec in sample_set(draw_options(difficulty, decimals=decimals), 3, 12):
         for solution in solve_checked(spec).solutions():
             for line in (w for step in solution.steps for w in step.working or ()):
-                if _exact_dot_product(line, decimals):
-                    taken += 1
-                    equations = _equations(line)
-                    assert _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations)) \
-                        == decimals
+                for equation in _equations(line):
+                    if equation.exact_at(decimals):
+                        taken += 1
+                        assert equation.computed_checks(decimals, decimals)
     assert taken > 50
