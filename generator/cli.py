@@ -29,7 +29,7 @@ from .forked import write_in_child
 from .formatting import table_places
 from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
-from .pdf import PdfBuild, SplitError, TexError, TexMissing, require_tex
+from .pdf import PdfBuild, SplitError, TexError, TexMissing, WarmTex, require_tex
 from .progress import RunProgress
 from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
                        solve_sets)
@@ -169,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
         specs, notes = problem_sets(args, seed, students)
         notes += ignored_overrides(args.templates) if args.templates else []
         notes += roster.notes if roster else []
-        with RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress:
+        with (RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress,
+              WarmTex(folder.workspace("tex")) if args.pdf else contextlib.nullcontext() as warm):
             sets = solve_sets(args, specs, progress.solved)
             if "qti" in args.format:
                 from .qti import package_notes  # loaded only by a run that writes the package
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
                                 draw_command=draw_command(args, seed) if drawn else "",
                                 versioned=bool(args.versions or students),
                                 **exponent_table(args, sets))
-            documents = render_documents(args, sets, students, info, folder, notes, progress)
+            documents = render_documents(args, sets, students, info, folder, notes, progress, warm)
             progress.stage("saving")
             _unless_stopped()
             paths = folder.commit(documents, inputs)
@@ -204,14 +205,14 @@ def exponent_table(args, sets) -> dict:
 
 
 def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFolder,
-                     notes: list[str], progress: RunProgress) -> dict:
+                     notes: list[str], progress: RunProgress, warm: WarmTex | None = None) -> dict:
     """Every output file's content, keyed by its path in the output folder; what the teacher
     should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
     document as soon as it is rendered, and runs while Python renders the other formats (in
     forked processes, one a format, for a large set)."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
-                     on_done=progress.compiled) if args.pdf else None)
+                     on_done=progress.compiled, warm=warm) if args.pdf else None)
     rendering = Rendering(sets, questions, keys, info, args.templates,
                           pdfs.stream if pdfs else None, folder.workspace("documents"))
     progress.stage("writing")

@@ -13,22 +13,20 @@ at the pages the templates log, so many papers never mean many TeX runs.
 
 from __future__ import annotations
 
-import errno
 import os
 import queue
 import re
 import shutil
 import subprocess
 import tempfile
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from .paper import Paper
 from .pdfcut import cut_papers
-from .texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, read_compiled, run_tex, running,
+from .texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, ended, read_compiled, run_tex, started,
                      stop_all, tex_command, tex_environment)
-from .texformat import BEGIN_DOCUMENT, format_for
+from .texformat import BEGIN_DOCUMENT, format_for, last_used, remember
 from .typesetting import FONT_PACKAGES, engine_of, missing_characters
 
 TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
@@ -54,10 +52,11 @@ class PdfBuild:
     each is compiled.  ``result`` waits for them all."""
 
     def __init__(self, folder: Path, questions: list[Paper] | None = None, keys: int = 0,
-                 on_done=lambda name: None):
+                 on_done=lambda name: None, warm: "WarmTex | None" = None):
         require_tex()
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.questions, self.keys, self.on_done = folder, questions, keys, on_done
+        self.warm = warm or WarmTex(folder, ())
         self.runs = ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0))))
         self.started: dict[str, Future] = {}
         self.compiling: set[str] = set()  # documents TeX is still typesetting
@@ -72,12 +71,14 @@ class PdfBuild:
         """The run failed elsewhere: every TeX run is stopped, nothing is waited for."""
         for stream in self.streams:
             stream.abandon()
+        self.warm.close()
         stop_all()
         self.runs.shutdown(wait=False, cancel_futures=True)
 
     def add(self, name: str, source: str | Path) -> None:
         """Compile a finished source (its text, or the file it was written to)."""
         tex = self.folder / name
+        self.warm.discard(name)
         if isinstance(source, Path):
             shutil.copyfile(source, tex)
         else:
@@ -100,6 +101,7 @@ class PdfBuild:
         except BaseException:
             self.abort()
             raise
+        self.warm.close()
         self.runs.shutdown()
         return pdfs, notes
 
@@ -150,19 +152,18 @@ def _preamble(tex: Path) -> str | None:
     return None
 
 
-FIFO_OPEN_TIMEOUT_SECONDS = 60
-
-
 class TexStream:
     """A LaTeX document that pdflatex typesets while Python is still rendering it.
 
-    The document's file is a named pipe: once the preamble is rendered, pdflatex starts
-    (from the cached format when there is one) and reads each chunk as it comes, so its
-    work overlaps Python's.  TeX reads the same characters as from a file, so the PDF is
-    the same, byte for byte.  The renderer abandons the stream before it sends a chunk
-    with a character pdflatex cannot typeset: the finished source then goes the ordinary
-    way (LuaLaTeX).  ``close``
-    hands over the whole source; the pipe is then replaced by the file itself."""
+    Once the preamble is rendered, pdflatex starts (from the cached format when there is
+    one, or is already waiting: ``WarmTex``) and reads each chunk as it comes, so its work
+    overlaps Python's.  TeX reads the document from its standard input: the document's
+    file is, for the while, a link to /dev/stdin, so TeX names its output after it and
+    reads the same characters as from a file, and the PDF is the same, byte for byte.  A
+    run killed outright closes the pipe, and TeX stops at its end.  The renderer abandons
+    the stream before it sends a chunk with a character pdflatex cannot typeset: the
+    finished source then goes the ordinary way (LuaLaTeX).  ``close`` hands over the whole
+    source; the link is then replaced by the file itself."""
 
     def __init__(self, build: PdfBuild, name: str):
         self.build, self.name = build, name
@@ -208,24 +209,26 @@ class TexStream:
     def _wait_abandoned(self) -> None:
         if self.future is not None:
             self.build.started.pop(self.name, None)
-            self.future.result()  # the abandoned run has ended and removed its pipe
+            self.future.result()  # the abandoned run has ended and removed its link
 
     def _typeset(self, head: str):
-        """In a TeX thread: run pdflatex on the pipe, feeding it the chunks as they come
-        (``head``, the first, holds the preamble)."""
+        """In a TeX thread: run pdflatex on its standard input, feeding it the chunks as they
+        come (``head``, the first, holds the preamble)."""
         folder, tex = self.build.folder, self.build.folder / self.name
         fmt = format_for(head, tex_environment())
-        os.mkfifo(tex, 0o600)
+        process = self.build.warm.take(self.name, fmt) or fed_tex(folder, self.name, fmt)
+        if fmt is not None:
+            remember(self.name, fmt)
         try:
-            with running(tex_command("pdflatex", self.name, fmt, streamed=True), folder) as process:
-                if not self._feed(tex, process):
-                    return None
-                try:
-                    code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
-                except subprocess.TimeoutExpired:
-                    raise TexError(self.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder,
-                                   "pdflatex") from None
+            if not self._feed(process.stdin):
+                return None
+            try:
+                code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise TexError(self.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder,
+                               "pdflatex") from None
         finally:
+            ended(process)
             tex.unlink(missing_ok=True)
         if isinstance(self.source, Path):
             shutil.copyfile(self.source, tex)
@@ -240,9 +243,8 @@ class TexStream:
             document = read_compiled(tex)
         return self.build.finished(self.name, document)
 
-    def _feed(self, tex: Path, process: subprocess.Popen) -> bool:
-        """Write every chunk into the pipe; False when the stream was abandoned."""
-        pipe = _open_pipe(tex, process)
+    def _feed(self, pipe) -> bool:
+        """Write every chunk into TeX's input; False when the stream was abandoned."""
         try:
             while (chunk := self.chunks.get()) is not None:
                 if chunk is ABANDON:
@@ -264,20 +266,57 @@ class TexStream:
 ABANDON = object()
 
 
-def _open_pipe(tex: Path, process: subprocess.Popen):
-    """The pipe's writing end, once TeX has opened its reading end (None if TeX ended first)."""
-    deadline = time.monotonic() + FIFO_OPEN_TIMEOUT_SECONDS
-    while time.monotonic() < deadline and process.poll() is None:
+def fed_tex(folder: Path, name: str, fmt: Path | None) -> subprocess.Popen:
+    """pdflatex on ``name``, which it reads from its standard input (see ``TexStream``)."""
+    os.symlink("/dev/stdin", folder / name)
+    return started(tex_command("pdflatex", name, fmt, streamed=True), folder, fed=True)
+
+
+class WarmTex:
+    """pdflatex started on a document before the document is rendered, from the format
+    that document was last compiled from: TeX loads it while Python is still solving.  A
+    stream takes the process (``take``) when its rendered preamble asks for that very
+    format; any other process is stopped, having cost only time on a core that was idle.
+    Only the answer key, the longer TeX run, is started so: a second TeX loading beside it
+    would take turns with the solving on a two-core machine (``--count 20 --pdf`` was
+    slower so)."""
+
+    def __init__(self, folder: Path, documents=("answers.tex",)):
+        self.folder = folder
+        self.waiting: dict[str, tuple[Path, subprocess.Popen]] = {}
+        if shutil.which("pdflatex") is None:
+            return
         try:
-            descriptor = os.open(tex, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as error:
-            if error.errno != errno.ENXIO:  # ENXIO: no reader yet
-                raise
-            time.sleep(0.002)
-            continue
-        os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "wb", buffering=1 << 16)
-    return None
+            for name in documents:
+                fmt = last_used(name)
+                if fmt is not None:
+                    self.waiting[name] = fmt, fed_tex(folder, name, fmt)
+        except OSError:  # the work folder is full or read-only: TeX starts later, as ever
+            self.close()
+
+    def __enter__(self) -> "WarmTex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def take(self, name: str, fmt: Path | None) -> subprocess.Popen | None:
+        """The process waiting for ``name``, if it loaded ``fmt``."""
+        fmt_loaded, process = self.waiting.get(name, (None, None))
+        if fmt is None or fmt_loaded != fmt:
+            self.discard(name)
+            return None
+        del self.waiting[name]
+        return process
+
+    def discard(self, name: str) -> None:
+        if name in self.waiting:
+            ended(self.waiting.pop(name)[1])
+            (self.folder / name).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        for name in list(self.waiting):
+            self.discard(name)
 
 
 def build_pdfs(sources: dict[str, str], folder: Path, questions: list[Paper] | None = None,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ NO_FONT_PRELOADING = "\\makeatletter\\let\\MYLATEX@fontpreloading\\relax\\makeat
 KEPT_FORMATS = 8  # a few preambles (questions, answers, a teacher's templates) stay cached
 BUILD_TIMEOUT_SECONDS = 120
 DIGEST_LENGTH = 16
+LAST_USED_NAME = re.compile(r"[0-9a-f]{32}-[0-9a-f]{16}\.fmt")  # what ``build`` names a format
 
 
 def cache_folder() -> Path | None:
@@ -48,6 +50,32 @@ def cache_folder() -> Path | None:
     if status.st_uid != os.geteuid() or status.st_mode & 0o022:
         return None
     return folder
+
+
+def last_used(document: str) -> Path | None:
+    """The format ``document`` (a file name, such as answers.tex) was last compiled from,
+    while it is cached: TeX can load it before the document is rendered.  Only a guess:
+    the preamble, once rendered, decides (``format_for``)."""
+    folder = cache_folder()
+    try:
+        name = (folder / f"{document}.last").read_text(encoding="ascii").strip() if folder else ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    return folder / name if LAST_USED_NAME.fullmatch(name) and (folder / name).is_file() else None
+
+
+def remember(document: str, fmt: Path) -> None:
+    """Note ``fmt`` as the format ``document`` was compiled from (see ``last_used``)."""
+    folder = fmt.parent
+    if last_used(document) == fmt:
+        return
+    try:
+        with tempfile.NamedTemporaryFile("w", dir=folder, prefix="last-", delete=False,
+                                         encoding="ascii") as record:
+            record.write(fmt.name)
+        os.replace(record.name, folder / f"{document}.last")
+    except OSError:
+        pass  # a read-only or full cache: the next run only starts TeX later
 
 
 def preamble_of(source: str) -> str | None:

@@ -84,19 +84,33 @@ RUNNING_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def running(command: list[str], folder: Path):
-    process = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=tex_environment())
-    with RUNNING_LOCK:
-        RUNNING.add(process)
+    process = started(command, folder)
     try:
         yield process
     finally:
-        if process.poll() is None:  # the run stops early: this TeX is not waited for
-            process.kill()
-        process.wait()
-        with RUNNING_LOCK:
-            RUNNING.discard(process)
+        ended(process)
+
+
+def started(command: list[str], folder: Path, fed: bool = False) -> subprocess.Popen:
+    """A TeX process, known to ``stop_all`` until it has ``ended``; ``fed``: its standard
+    input is a pipe, ``process.stdin``."""
+    process = subprocess.Popen(command, cwd=folder, env=tex_environment(), bufsize=1 << 16,
+                               stdin=subprocess.PIPE if fed else subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with RUNNING_LOCK:
+        RUNNING.add(process)
+    return process
+
+
+def ended(process: subprocess.Popen) -> None:
+    if process.poll() is None:  # the run stops early: this TeX is not waited for
+        process.kill()
+    process.wait()
+    if process.stdin is not None:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+    with RUNNING_LOCK:
+        RUNNING.discard(process)
 
 
 def stop_all() -> None:

@@ -44,6 +44,10 @@ install_python_packages() {
     quietly "$VENV/bin/python" -m pip install -e ".[test]"
     echo "$wanted" > "$stamp"
   fi
+  # The project's own bytecode, as pip compiles an installed package's: Python cannot write
+  # it where PYTHONDONTWRITEBYTECODE is set (CI, containers), and compiling ~40 modules at
+  # every start costs a run 30 ms.  Up-to-date files are skipped.
+  quietly "$VENV/bin/python" -m compileall -q generator
 }
 
 install_torch_from_disk() {

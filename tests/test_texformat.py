@@ -204,3 +204,89 @@ def test_the_installation_is_named_by_its_files():
     assert identity is not None
     files = [line.rsplit(":", 2)[0] for line in identity.splitlines()]
     assert [Path(name).name for name in files] == ["pdftex", "pdflatex.fmt", "mylatexformat.ltx"]
+
+
+def taken_early(monkeypatch) -> dict[str, bool]:
+    """For each document TeX reads from a stream: whether it was given the TeX process that
+    was started before the document was rendered."""
+    from generator import pdf
+    taken = {}
+    take = pdf.WarmTex.take
+
+    def spied(self, name, fmt):
+        process = take(self, name, fmt)
+        taken[name] = process is not None
+        return process
+
+    monkeypatch.setattr(pdf.WarmTex, "take", spied)
+    return taken
+
+
+def test_the_key_s_tex_starts_on_its_last_format_while_the_set_is_solved(run_cli, tmp_path, roster,
+                                                                        monkeypatch):
+    """The second run starts pdflatex on the key's format before solving; the files are the
+    same as a run without any format, and no TeX is left running."""
+    from generator.texrun import RUNNING
+    monkeypatch.setenv("XDG_CACHE_HOME", "/proc/no-cache-here")
+    plain = outputs(run_cli, tmp_path / "plain", roster)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    taken = taken_early(monkeypatch)
+    first = outputs(run_cli, tmp_path / "first", roster)
+    assert taken == {"answers.tex": False, "questions.tex": False}  # nothing remembered yet
+    record = cache / "gen-problems" / "tex" / "answers.tex.last"
+    assert (record.parent / record.read_text()) in formats_in(cache)
+    second = outputs(run_cli, tmp_path / "second", roster)
+    assert taken == {"answers.tex": True, "questions.tex": False}  # only the key starts early
+    assert plain == first == second
+    assert not RUNNING
+    assert not [p for p in tmp_path.rglob("*") if p.is_symlink()]  # no link to a TeX's input
+
+
+def test_a_wrong_guess_of_the_key_s_format_costs_only_time(run_cli, tmp_path, roster, monkeypatch):
+    """TeX started on the questions' format for the key (an edited template, say) is stopped
+    once the key's preamble asks for another; the files are the same."""
+    from generator.texrun import RUNNING
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    first = outputs(run_cli, tmp_path / "first", roster)
+    folder = cache / "gen-problems" / "tex"
+    right = (folder / "answers.tex.last").read_text()
+    (folder / "answers.tex.last").write_text((folder / "questions.tex.last").read_text())
+    taken = taken_early(monkeypatch)
+    assert outputs(run_cli, tmp_path / "second", roster) == first
+    assert taken["answers.tex"] is False
+    assert (folder / "answers.tex.last").read_text() == right
+    assert not RUNNING
+
+
+@pytest.mark.parametrize("record", ["../../../etc/passwd", "0" * 32 + "-" + "0" * 16 + ".fmt", "",
+                                    "\x00\xff"])
+def test_a_record_naming_no_cached_format_starts_nothing(tmp_path, monkeypatch, record):
+    folder = tmp_path / "cache" / "gen-problems" / "tex"
+    folder.mkdir(parents=True, mode=0o700)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (folder / "answers.tex.last").write_bytes(record.encode("latin-1"))
+    assert texformat.last_used("answers.tex") is None
+
+
+def test_a_run_that_fails_while_tex_waits_leaves_no_tex_and_the_old_files(run_cli, tmp_path, roster,
+                                                                           monkeypatch):
+    from generator import cli
+    from generator.spec import SpecError
+    from generator.texrun import RUNNING
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = outputs(run_cli, tmp_path / "out", roster)
+    waiting = []
+
+    def failing(*args, **kwargs):
+        waiting.append(len(RUNNING))
+        raise SpecError("a spec that cannot be solved")
+
+    monkeypatch.setattr(cli, "solve_sets", failing)
+    code, _, err = run_cli("--count", "2", "--seed", "12", "--pdf", "--students", roster,
+                           "--out", tmp_path / "out")
+    assert code == 2 and "cannot be solved" in err
+    assert waiting == [1] and not RUNNING
+    assert {name: data for name, data in folder_files(tmp_path / "out").items()
+            if not name.startswith(".gen-problems")} == first
