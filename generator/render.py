@@ -86,9 +86,9 @@ def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
             _render(environment, "latex", name, papers, info, file, foreign,
                     *([tex] if tex else []), typesetting=PDFLATEX)
         if foreign.found:
+            typesetting = typesetting_of(foreign.found, target.read_bytes())
             with open(target, "w", encoding="utf-8") as file:
-                _render(environment, "latex", name, papers, info, file,
-                        typesetting=typesetting_of(foreign.found))
+                _render(environment, "latex", name, papers, info, file, typesetting=typesetting)
         if tex:
             tex.close(target)
         yield name, target

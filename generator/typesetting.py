@@ -15,11 +15,14 @@ that reaches the page can be missed.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import shutil
 import subprocess
 import unicodedata
 from dataclasses import dataclass
+
+from pylatex.utils import NoEscape
 
 # The characters pdflatex typesets here: what TeX Live's t1enc.dfu and ts1enc.dfu declare
 # (LaTeX's utf8 input with the T1 and TS1 encodings), plus printable ASCII and white space.
@@ -58,14 +61,22 @@ FONT_PACKAGES = "fonts-noto-core fonts-noto-cjk fonts-symbola fonts-noto-color-e
 
 @dataclass(frozen=True)
 class Typesetting:
-    """How a document is typeset: the engine, and for LuaLaTeX its fallback fonts."""
+    """How a document is typeset: the engine, and for LuaLaTeX its fallback fonts and the
+    PDF's identifier (``pdf_id``, a digest of the document: LuaTeX would make one up from
+    the folder it runs in, and the same set would not give the same bytes)."""
 
     engine: str = "pdflatex"
     fallbacks: tuple[str, ...] = ()  # luaotfload font requests, e.g. "Noto Serif:mode=harf;"
+    pdf_id: str = ""  # 32 hexadecimal digits
 
     @property
     def unicode(self) -> bool:
         return self.engine == "lualatex"
+
+    @property
+    def trailer_id(self) -> NoEscape:
+        """The PDF's /ID entry, for LuaTeX's ``\\pdfvariable trailerid``."""
+        return NoEscape(f"[<{self.pdf_id}> <{self.pdf_id}>]")
 
 
 PDFLATEX = Typesetting()
@@ -84,15 +95,17 @@ def pdflatex_lacks(text: str) -> set[str]:
 def typesetting_for(source: str) -> Typesetting:
     """pdflatex when it can typeset every character of the source; else LuaLaTeX with the
     fallback fonts those characters need."""
-    return typesetting_of(pdflatex_lacks(source))
+    return typesetting_of(pdflatex_lacks(source), source.encode("utf-8"))
 
 
-def typesetting_of(others: set[str]) -> Typesetting:
-    """pdflatex, or LuaLaTeX with fallback fonts for ``others``, the characters pdflatex lacks."""
+def typesetting_of(others: set[str], document: bytes = b"") -> Typesetting:
+    """pdflatex, or LuaLaTeX with fallback fonts for ``others``, the characters pdflatex
+    lacks, and an identifier made from ``document`` (its text as rendered for pdflatex)."""
     if not others:
         return PDFLATEX
     return Typesetting("lualatex", tuple(f"{family}:mode=harf;" + (f"script={tag};" if tag else "")
-                                         for family, tag in fonts_for(others).items()))
+                                         for family, tag in fonts_for(others).items()),
+                       hashlib.md5(document, usedforsecurity=False).hexdigest().upper())
 
 
 def fonts_for(characters: set[str]) -> dict[str, str | None]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import folder_files
 from generator.pdf import UNICODE_PACKAGES
 from generator.roster import load_roster
 from generator.spec import SpecError
@@ -129,6 +130,24 @@ def test_the_international_documents_use_lualatex_and_the_key_keeps_its_title(in
     assert (out / "answers.tex").read_text().startswith("% !TEX program = lualatex\n")  # the Σ
     assert TITLE in pdf_text(out / "answers.pdf")
     assert "no installed font" not in err
+
+
+def test_the_same_seed_gives_the_same_lualatex_pdfs_in_another_folder(tmp_path, run_cli):
+    """LuaTeX makes a PDF's /ID from the folder it runs in (each run's own work folder): the
+    documents name their identifier, a digest of their text, so the bytes stay the same."""
+    if shutil.which("lualatex") is None:
+        pytest.skip("LuaLaTeX is installed by scripts/setup.sh")
+
+    def files(out: Path) -> dict[str, bytes]:
+        code, _, err = run_cli("--count", 1, "--seed", 3, "--students", ROSTERS / "international.csv",
+                               "--pdf", "--title", TITLE, "--out", out)
+        assert code == 0, err
+        return {name: data for name, data in folder_files(out).items()
+                if not name.startswith(".gen-problems")}
+
+    first, second = files(tmp_path / "one"), files(tmp_path / "two")
+    assert first["answers.tex"].startswith(b"% !TEX program = lualatex")
+    assert first == second
 
 
 def test_a_latin_class_stays_on_pdflatex(tmp_path, run_cli):
