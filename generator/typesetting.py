@@ -82,14 +82,18 @@ class Typesetting:
 PDFLATEX = Typesetting()
 
 
+# One character class of them all: every chunk of a document sent to TeX is scanned with it.
+NOT_PDFLATEX = re.compile("[^" + "".join(re.escape(chr(low)) + "-" + re.escape(chr(high))
+                                         for low, high in PDFLATEX_RANGES) + "]")
+
+
 def typeset_with_pdflatex(character: str) -> bool:
-    code = ord(character)
-    return any(low <= code <= high for low, high in PDFLATEX_RANGES)
+    return NOT_PDFLATEX.match(character) is None
 
 
 def pdflatex_lacks(text: str) -> set[str]:
     """The characters of ``text`` that pdflatex cannot typeset."""
-    return {c for c in set(text) if not typeset_with_pdflatex(c)}
+    return set(NOT_PDFLATEX.findall(text))
 
 
 def typesetting_for(source: str) -> Typesetting:
