@@ -160,42 +160,54 @@ class TexStream:
     overlaps Python's.  TeX reads the document from its standard input: the document's
     file is, for the while, a link to /dev/stdin, so TeX names its output after it and
     reads the same characters as from a file, and the PDF is the same, byte for byte.  A
-    run killed outright closes the pipe, and TeX stops at its end.  The renderer abandons
-    the stream before it sends a chunk with a character pdflatex cannot typeset: the
-    finished source then goes the ordinary way (LuaLaTeX).  ``close`` hands over the whole
-    source; the link is then replaced by the file itself."""
+    run killed outright closes the pipe, and TeX stops at its end.  TeX is given the text
+    from the renderer's own file of the document (``through``), read back as far as it is
+    written, so a long document that TeX lags behind (a class's key) is not held in memory
+    meanwhile.  The renderer abandons the stream before it sends a chunk with a character
+    pdflatex cannot typeset: the finished source then goes the ordinary way (LuaLaTeX).
+    ``close`` hands over the whole source; the link is then replaced by the file itself."""
 
     def __init__(self, build: PdfBuild, name: str):
         self.build, self.name = build, name
+        self.file = None  # the renderer's file of the document, open for writing (``through``)
         self.head: list[str] = []  # chunks before TeX starts, up to the end of the preamble
-        self.chunks: queue.SimpleQueue | None = None
+        self.written: queue.SimpleQueue | None = None  # how far the file is written, each time
         self.future: Future | None = None
         self.abandoned = False
         self.source: str | Path | None = None  # the whole document, given by close
 
+    def through(self, file) -> "TexStream":
+        """The stream as the sink that writes each chunk into ``file``, a text file open for
+        writing, and then lets TeX read it from there."""
+        self.file = file
+        return self
+
     def write(self, chunk: str) -> None:
+        self.file.write(chunk)
         if self.abandoned:
             return
-        if self.chunks is not None:
-            self.chunks.put(chunk)
+        self.file.flush()
+        end = self.file.buffer.tell()  # in bytes: what TeX may read up to
+        if self.written is not None:
+            self.written.put(end)
         else:
             self.head.append(chunk)
-            self._start()
+            self._start(end)
 
     def close(self, source: str | Path) -> None:
-        if self.chunks is None or self.abandoned:
+        if self.written is None or self.abandoned:
             self._wait_abandoned()
             self.build.add(self.name, source)
             return
         self.source = source
-        self.chunks.put(None)
+        self.written.put(None)
 
-    def _start(self) -> None:
+    def _start(self, end: int) -> None:
         text = "".join(self.head)
         if BEGIN_DOCUMENT not in text:
             return
-        self.chunks = queue.SimpleQueue()
-        self.chunks.put(text)
+        self.written = queue.SimpleQueue()
+        self.written.put(end)
         self.head = []
         self.build.compiling.add(self.name)
         self.future = self.build.runs.submit(self._typeset, text)
@@ -203,8 +215,8 @@ class TexStream:
 
     def abandon(self) -> None:
         self.abandoned = True
-        if self.chunks is not None:
-            self.chunks.put(ABANDON)
+        if self.written is not None:
+            self.written.put(ABANDON)
 
     def _wait_abandoned(self) -> None:
         if self.future is not None:
@@ -244,16 +256,18 @@ class TexStream:
         return self.build.finished(self.name, document)
 
     def _feed(self, pipe) -> bool:
-        """Write every chunk into TeX's input; False when the stream was abandoned."""
+        """Give TeX the document, as far as it is written each time; False when the stream
+        was abandoned."""
         try:
-            while (chunk := self.chunks.get()) is not None:
-                if chunk is ABANDON:
-                    return False
-                if pipe is not None:
-                    try:
-                        pipe.write(chunk.encode("utf-8"))
-                    except BrokenPipeError:  # TeX stopped at an error: its log says which
-                        pipe = None
+            with open(self.file.name, "rb") as document:
+                while (end := self.written.get()) is not None:
+                    if end is ABANDON:
+                        return False
+                    if pipe is not None:
+                        try:
+                            pipe.write(document.read(end - document.tell()))
+                        except BrokenPipeError:  # TeX stopped at an error: its log says which
+                            pipe = None
         finally:
             if pipe is not None:
                 try:

@@ -82,9 +82,9 @@ def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
         target = workspace / name  # TeX reads the document while it is written: a file is kept
         tex = stream(name) if stream else None
         foreign = ForeignCharacters(on_found=tex.abandon if tex else None)
-        with open(target, "w", encoding="utf-8") as file:
-            _render(environment, "latex", name, papers, info, file, foreign,
-                    *([tex] if tex else []), typesetting=PDFLATEX)
+        with open(target, "w", encoding="utf-8") as file:  # TeX, if any, reads it back
+            _render(environment, "latex", name, papers, info,
+                    *((foreign, tex.through(file)) if tex else (file, foreign)), typesetting=PDFLATEX)
         if foreign.found:
             typesetting = typesetting_of(foreign.found, target.read_bytes())
             with open(target, "w", encoding="utf-8") as file:
