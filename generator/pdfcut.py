@@ -21,8 +21,6 @@ import json
 import re
 import subprocess
 import sys
-from itertools import groupby
-from operator import itemgetter
 from pathlib import Path
 
 if __package__:
@@ -169,7 +167,7 @@ def font_files(pdf) -> list:
 # and the strings shown ("(Answ)" or "<0041>").  An inline image's bytes could look like
 # either, so a page with one is not read.
 FONT_CHOSEN = re.compile(rb"/([^\s/\[\]()<>{}%]+)\s+[-+.\d]+\s+Tf\b")
-LITERAL = re.compile(rb"\(([^\\)]*(?:\\.[^\\)]*)*)\)", re.DOTALL)  # plain bytes, then escape, plain...
+LITERAL = re.compile(rb"\(((?:\\.|[^\\)])*)\)", re.DOTALL)
 HEXADECIMAL = re.compile(rb"<([0-9A-Fa-f\s]*)>")
 INLINE_IMAGE = re.compile(rb"\bBI\b")
 # A string's escapes are whole (LITERAL), and one ending "\1" must not run into a next
@@ -190,14 +188,14 @@ def glyphs_shown(pdf) -> dict:
         if "/XObject" in resources or b"BI" in content and INLINE_IMAGE.search(content):
             return {}  # text inside forms, or an image's bytes: fonts stay whole
         parts = FONT_CHOSEN.split(content)  # text before any font, then name, run, name, run
-        # A page switches fonts hundreds of times (its maths): the runs are grouped by font
-        # in C (a stable sort on the name), not one by one in Python.
-        in_order = sorted(zip(parts[1::2], parts[2::2]), key=itemgetter(0))
-        for name, named in groupby(in_order, key=itemgetter(0)):  # the page's fonts, once each
+        by_name: dict[bytes, list[bytes]] = {}
+        for name, run in zip(parts[1::2], parts[2::2]):
+            by_name.setdefault(name, []).append(run)
+        for name, named_runs in by_name.items():  # the page's fonts, each looked up once
             font = fonts.get("/" + name.decode("latin-1"))
             if font is not None:
                 fonts_by_number.setdefault(font.objgen, font)
-                runs.setdefault(font.objgen, []).extend(map(itemgetter(1), named))
+                runs.setdefault(font.objgen, []).extend(named_runs)
     return {number: (font, _glyph_names(font, _codes(b"\n".join(runs.get(number, ())))))
             for number, font in fonts_by_number.items()}
 
