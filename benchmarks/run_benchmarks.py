@@ -59,9 +59,15 @@ def tex_floor(tex_folder: Path) -> float:
                       cwd=Path(scratch))[0]
 
 
-def median_of(repeat: int, measure) -> tuple[float, int]:
-    runs = [measure() for _ in range(repeat)]
-    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+def against_floor(repeat: int, folder: Path, *options: str) -> tuple[float, int, float]:
+    """Runs of gen-problems, each followed at once by the TeX floor of the documents it
+    wrote, so that a machine that slows down or speeds up moves both alike: the median
+    run, the peak memory of all runs, and the median floor."""
+    runs, floors = [], []
+    for _ in range(repeat):
+        runs.append(generate(folder, *options))
+        floors.append(tex_floor(folder))
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs), statistics.median(floors)
 
 
 def roster(folder: Path, size: int) -> Path:
@@ -107,17 +113,14 @@ def main() -> None:
         work = Path(scratch)
         out = work / "out"
         generate(out, "--count", "20", "--seed", "1", "--pdf")  # warm caches (and the TeX format)
-        run, peak = median_of(options.repeat, lambda: generate(out, "--count", "20", "--seed", "1",
-                                                               "--pdf"))
-        floor = statistics.median(tex_floor(out) for _ in range(options.repeat))
+        run, peak, floor = against_floor(options.repeat, out, "--count", "20", "--seed", "1", "--pdf")
         table.add("`--count 20 --pdf`", run, peak, f"TeX floor {floor:.2f} s",
                   f"{run / floor:.2f}x", "≤ 2.0x")
         size = options.class_size
         for count in (size // 5, size):
             students = roster(work, count)
-            run, peak = median_of(options.large_repeat, lambda: generate(
-                work / "class", "--count", "3", "--seed", "1", "--pdf", "--students", str(students)))
-            floor = statistics.median(tex_floor(work / "class") for _ in range(3))
+            run, peak, floor = against_floor(options.large_repeat, work / "class", "--count", "3",
+                                             "--seed", "1", "--pdf", "--students", str(students))
             papers = sum(p.stat().st_size for p in (work / "class" / "papers").glob("*.pdf"))
             combined = (work / "class" / "questions.pdf").stat().st_size
             table.add(f"`--count 3 --students` ({count} students) `--pdf`", run, peak,
