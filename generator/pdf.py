@@ -224,8 +224,8 @@ class TexStream:
             self.future.result()  # the abandoned run has ended and removed its link
 
     def _typeset(self, head: str):
-        """In a TeX thread: run pdflatex on its standard input, feeding it the chunks as they
-        come (``head``, the first, holds the preamble)."""
+        """In a TeX thread: run pdflatex on its standard input, feeding it the document as it
+        is written (``head``, its start, holds the preamble)."""
         folder, tex = self.build.folder, self.build.folder / self.name
         fmt = format_for(head, tex_environment())
         process = self.build.warm.take(self.name, fmt) or fed_tex(folder, self.name, fmt)
