@@ -41,7 +41,7 @@ def type1c(program: Type1Program, kept: set[bytes]) -> bytes | None:
     """The CFF font program holding ``.notdef`` and the ``kept`` glyphs, or None; made once
     per set of glyphs (most papers show the same glyphs of a font: seven in eight, in a
     class's keys)."""
-    fonts = _converted(program)[3]
+    _, _, _, fonts = _converted(program)
     key = frozenset(kept)
     if key not in fonts:
         fonts[key] = _type1c(program, kept)

@@ -99,7 +99,8 @@ def pdflatex_lacks(text: str) -> set[str]:
 def typesetting_for(source: str) -> Typesetting:
     """pdflatex when it can typeset every character of the source; else LuaLaTeX with the
     fallback fonts those characters need."""
-    return typesetting_of(pdflatex_lacks(source), source.encode("utf-8"))
+    lacking = pdflatex_lacks(source)
+    return typesetting_of(lacking, source.encode("utf-8") if lacking else b"")
 
 
 def typesetting_of(others: set[str], document: bytes = b"") -> Typesetting:
