@@ -18,6 +18,7 @@ import secrets
 import signal
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 
 import jinja2
@@ -31,13 +32,15 @@ from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
 from .pdf import PdfBuild, SplitError, TexError, TexMissing, WarmTex, require_tex
 from .progress import RunProgress
-from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, problem_sets, softmax_steps,
-                       solve_sets)
+from .lockstep import in_step, versions_of
+from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, in_step_run, problem_sets,
+                       softmax_steps, solve_sets)
 from .render import ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
 from .kinds import default_mix, type_names
 from .spec import SpecError
+from .typesetting import pdflatex_lacks
 
 MAX_SEED = 10**18
 EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
@@ -170,13 +173,17 @@ def run(args: argparse.Namespace) -> int:
         notes += ignored_overrides(args.templates) if args.templates else []
         notes += roster.notes if roster else []
         with (RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress,
-              WarmTex(folder.workspace("tex")) if args.pdf else contextlib.nullcontext() as warm):
-            sets = solve_sets(args, specs, progress.solved)
+              WarmTex(folder.workspace("tex")) if args.pdf else contextlib.nullcontext() as warm,
+              contextlib.ExitStack() as solving):
+            in_step = in_step_run(args, specs, students) and pdflatex_can_set(students, info_fields)
+            sets = solve_sets(args, specs, progress.solved, in_step)
+            if versions_of(sets):
+                solving.callback(versions_of(sets).close)  # a child solving ahead, if any, stops
             if "qti" in args.format:
                 from .qti import package_notes  # loaded only by a run that writes the package
                 notes += package_notes(len(sets))
             drawn = not (args.spec or args.problem is not None)
-            if "title" not in info_fields and all(q.spec.unscaled for qs in sets.values() for q in qs):
+            if "title" not in info_fields and all(spec.unscaled for v in specs.values() for spec in v):
                 info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
             info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
                                 draw_command=draw_command(args, seed) if drawn else "",
@@ -193,6 +200,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
           + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
     return 0
+
+
+def pdflatex_can_set(students, info_fields: dict) -> bool:
+    """Whether pdflatex can typeset every name and header text.  A paper that needs LuaLaTeX
+    is rendered twice (``render_latex``), which a class read in step would pay for by
+    solving every version again; such a class is solved first."""
+    texts = [text for student in students or () for text in (student.name, student.id)]
+    texts += [text for name, text in info_fields.items() if isinstance(text, str)]
+    texts += [text for _, text in info_fields.get("extra", ())]
+    return not pdflatex_lacks("\n".join(texts))
 
 
 def exponent_table(args, sets) -> dict:
@@ -214,18 +231,22 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
                      on_done=progress.compiled, warm=warm) if args.pdf else None)
     rendering = Rendering(sets, questions, keys, info, args.templates,
-                          pdfs.stream if pdfs else None, folder.workspace("documents"))
+                          pdfs.stream if pdfs else None, folder.workspace("documents"),
+                          versions_of(sets))
     progress.stage("writing")
     children = {}
     try:
-        for driver in chosen(args.format):
-            if driver.name != "tex":
-                children[driver.name] = write_in_child(driver, rendering, rendering.workspace)
-        documents = dict(FORMATS["tex"].write(rendering))
-        progress.written()
-        for name, child in children.items():
-            documents.update(child.result() if child else FORMATS[name].write(rendering))
+        if rendering.versions is not None:  # a class: every document at once, in step
+            documents = write_in_step(chosen(args.format), rendering, progress)
+        else:
+            for driver in chosen(args.format):
+                if driver.name != "tex":
+                    children[driver.name] = write_in_child(driver, rendering, rendering.workspace)
+            documents = dict(FORMATS["tex"].write(rendering))
             progress.written()
+            for name, child in children.items():
+                documents.update(child.result() if child else FORMATS[name].write(rendering))
+                progress.written()
         progress.stage("compiling PDFs" if pdfs else "saving")
     except BaseException as error:
         for child in children.values():
@@ -242,6 +263,20 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
         built, pdf_notes = finished_pdfs(pdfs, folder)
         documents.update(built)
         notes.extend(pdf_notes)
+    return documents
+
+
+def write_in_step(drivers, rendering: Rendering, progress: RunProgress) -> dict:
+    """Every format's files, the formats written at once on threads of the run's process
+    (``lockstep``), each reading the class's versions as they are solved."""
+    def written(driver) -> dict:
+        files = dict(driver.write(rendering))
+        progress.written()
+        return files
+
+    documents = {}
+    for files in in_step([partial(written, driver) for driver in drivers], rendering.versions):
+        documents.update(files)
     return documents
 
 

@@ -31,11 +31,13 @@ def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
     """Every problem of every version; with versions or a roster, also who sits which version.
     It is the teacher's record: `gen-problems --problem CODE --record problems.json` sets
     any one of its problems again, exactly."""
+    sums = {}  # each version's problem ids and marks, noted as its problems are written, so
+    # that the papers' records read no version twice (a class's are let go once written)
     records = {"problems": (problem_record(question, version, number)
                             for version, questions in sorted(sets.items())
-                            for number, question in enumerate(questions, start=1))}
+                            for number, question in _noted(version, list(questions), sums))}
     if papers is not None:
-        records["papers"] = (paper_record(paper) for paper in papers)
+        records["papers"] = (paper_record(paper, *sums[paper.version]) for paper in papers)
     # Written a record at a time, as json.dumps(indent=1) would write the whole document:
     # a large set's file never sits in memory twice.
     if workspace is None:
@@ -124,11 +126,17 @@ def _choice(choice):
     return choice.value if hasattr(choice, "value") else choice
 
 
-def paper_record(paper: Paper) -> dict:
+def _noted(version: int, questions: list[Question], sums: dict):
+    sums[version] = [question.spec.id for question in questions], sum(q.marks for q in questions)
+    return enumerate(questions, start=1)
+
+
+def paper_record(paper: Paper, ids: list[str], marks: int) -> dict:
+    """Who sits the paper, and its version's problem ids and marks."""
     student = paper.student
     return {"paper": paper.number, "version": paper.version,
             "student_id": student.id if student else None, "name": student.name if student else None,
-            "problems": [problem.spec.id for problem in paper.problems], "marks": paper.marks}
+            "problems": ids, "marks": marks}
 
 
 def spec_record(spec: ProblemSpec) -> dict:

@@ -13,10 +13,16 @@ written) instead of solving them again, and renders exactly what the parent woul
 have: the files are the same bytes.  It reports the files it wrote, or the exception
 that stopped it, through a pipe; the parent raises that exception as its own.  A small
 run is written in one process: a fork would cost more than it saves.
+
+A class (``lockstep``) is written another way: its documents are written on threads of
+the run's process while a forked child solves the versions ahead of them, in order, and
+sends each as soon as it is solved (``stream_from_child``), so that neither process
+holds the whole class.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import os
@@ -25,7 +31,7 @@ import signal
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from sympy import Add, Mul, Pow, Rational, exp
 
@@ -78,6 +84,74 @@ def compute_in_child(work: Callable[[], object]) -> Forked | None:
     return _forked(lambda pipe: _report(work, pipe))
 
 
+class Streamed(Forked):
+    """A child sending its results one at a time, each as soon as it is made (``next``)."""
+
+    def next(self):
+        """The child's next result; what stopped it is raised here."""
+        size = int.from_bytes(self._read(8) or self._ended(), "big")
+        ok, outcome = pickle.loads(self._read(size) or self._ended())
+        if not ok:
+            raise outcome
+        return outcome
+
+    def finish(self) -> None:
+        """After the last result: the child ends."""
+        os.close(self.pipe)
+        os.waitpid(self.pid, 0)
+
+    def _read(self, size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = os.read(self.pipe, min(size, 1 << 20))
+            if not chunk:
+                return b""
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _ended(self):
+        self.stop()
+        raise RuntimeError("a process working beside the run ended unexpectedly")
+
+
+def stream_from_child(results: Callable[[], Iterable]) -> Streamed | None:
+    """Start a child making ``results()`` and sending each as it comes (``Streamed.next``),
+    ahead of the run by as much as a pipe holds; None where fork is not available or the
+    machine has one core."""
+    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
+        return None
+    forked = _forked(lambda pipe: _send_each(results, pipe), _widened)
+    return Streamed(forked.pid, forked.pipe)
+
+
+def _send_each(results: Callable[[], Iterable], pipe: int) -> int:
+    try:
+        for result in results():
+            _send(_compact((True, result)), pipe)
+    except BaseException as error:  # handed to the parent, which raises it as its own
+        try:
+            _send(_compact((False, error)), pipe)
+        except Exception:
+            _send(pickle.dumps((False, RuntimeError(f"{type(error).__name__}: {error}"))), pipe)
+        return 1
+    return 0
+
+
+def _send(payload: bytes, pipe: int) -> None:
+    view = memoryview(len(payload).to_bytes(8, "big") + payload)
+    while view:
+        view = view[os.write(pipe, view):]
+
+
+def _widened(pipe: int) -> None:
+    """A pipe of a megabyte, where Linux allows it (a few dozen of a class's versions): the
+    child solves that far ahead of the run instead of waiting on every version."""
+    with contextlib.suppress(ImportError, AttributeError, OSError):
+        import fcntl
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, 1 << 20)
+
+
 def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
     """Start a child writing ``driver``'s files into ``workspace``; None where fork is not
     available, or for a small run."""
@@ -89,8 +163,9 @@ def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
         for name, content in dict(driver.write(rendering)).items()}, pipe))
 
 
-def _forked(child: Callable[[int], int]) -> Forked:
+def _forked(child: Callable[[int], int], prepare=lambda pipe: None) -> Forked:
     read, write = os.pipe()
+    prepare(write)
     pid = os.fork()
     if pid:
         os.close(write)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from .export import problems_json
+from .lockstep import Versions
 from .paper import Paper
 from .paper import DocumentInfo
 from .render import render_latex, render_markdown
@@ -32,6 +33,7 @@ class Rendering:
     templates: Path | None = None
     tex_stream: Callable | None = None  # the PDF build's: LaTeX goes to TeX as it is rendered
     workspace: Path | None = None  # where large documents are written as they are rendered
+    versions: Versions | None = None  # a class's versions, read by every document in step
 
     @property
     def papers(self) -> list[Paper] | None:
@@ -75,11 +77,11 @@ PDF_FILES = ("questions.pdf", "answers.pdf")
 PDF_FOLDERS = ("papers", "keys")
 
 register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates,
-                                              r.tex_stream, r.workspace),
+                                              r.tex_stream, r.workspace, r.versions),
                 always=True, files=("questions.tex", "answers.tex"),
                 help="the LaTeX sources (always written)"))
 register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates,
-                                                r.workspace),
+                                                r.workspace, r.versions),
                 always=True, files=("questions.md", "answers.md"), prints="answers.md",
                 help="also print the Markdown answer key here"))
 register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info, r.papers,

@@ -9,6 +9,8 @@ from its full-precision value, and an "≈" says so where the working shows it.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,15 +32,24 @@ class _RememberingPrinter(StrPrinter):
     def _print(self, expr, **kwargs) -> str:
         if kwargs:
             return super()._print(expr, **kwargs)
-        if expr not in self._printed:
+        printed = self._printed.get(expr)
+        if printed is None:
             if len(self._printed) > REMEMBERED:  # a large set's memory stays flat
                 self._printed.clear()
-            self._printed[expr] = super()._print(expr)
-        return self._printed[expr]
+            printed = self._printed[expr] = super()._print(expr)
+        return printed
 
 
 REMEMBERED = 20_000
-_UNSORTED = _RememberingPrinter()
+_THREADS = threading.local()  # a printer counts how deep it is as it prints: one per thread
+
+
+def _unsorted() -> _RememberingPrinter:
+    if not hasattr(_THREADS, "printer"):
+        _THREADS.printer = _RememberingPrinter()
+    return _THREADS.printer
+
+
 # Beyond this a number is written in scientific notation (exponentials of big scores).
 SCIENTIFIC_FROM = Decimal(10) ** 7
 _SCIENTIFIC_FLOAT, _SCIENTIFIC_INT = float(SCIENTIFIC_FROM), int(SCIENTIFIC_FROM)
@@ -153,7 +164,7 @@ def exact_text(num: Num) -> str:
     costs more than all the rest of a run.
     """
     text = softmax_text(num.exact)
-    return text if text is not None else _UNSORTED.doprint(num.exact)
+    return text if text is not None else _unsorted().doprint(num.exact)
 
 
 def softmax_text(exact: sympy.Expr) -> str | None:
@@ -254,7 +265,8 @@ def short_exact_text(num: Num, decimals: int, limit: int = 14) -> str | None:
 # --- Working a calculator can check -----------------------------------------
 
 MAX_EXTRA_PLACES = 4
-_PLACES: dict[int, tuple[object, int]] = {}  # id(line) -> (line, places): lines live all run
+_PLACES: OrderedDict[int, tuple] = OrderedDict()  # id(line) -> (line, places), the latest lines
+REMEMBERED_LINES = 4096  # some thirty problems' working: every format writes a line near the others
 
 
 def working_places(line, decimals: int) -> int:
@@ -263,12 +275,14 @@ def working_places(line, decimals: int) -> int:
     prints, gives the result it prints.  (Results are worked out from full precision; only
     the operands shown beside them may need a digit or two more, and only on the lines that
     need them.)"""
-    key = id(line)
-    if key not in _PLACES or _PLACES[key][0] is not line:
+    remembered = _PLACES.get(id(line))
+    if remembered is None or remembered[0] is not line:
         equations = _equations(line)
-        places = _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
-        _PLACES[key] = (line, places)
-    return _PLACES[key][1]
+        remembered = line, _fewest(decimals, lambda p: all(e.checks(p, decimals) for e in equations))
+        if len(_PLACES) >= REMEMBERED_LINES:  # the oldest goes: a class's lines are let go
+            _PLACES.popitem(last=False)
+        _PLACES[id(line)] = remembered
+    return remembered[1]
 
 
 def table_places(softmax_steps, decimals: int) -> int:

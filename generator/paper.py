@@ -140,7 +140,10 @@ class Paper:
 
 
 def lay_out(questions: list[Question]) -> tuple[ExamProblem, ...]:
-    """Numbered 1, 2, ... in order; a problem drawn again alone keeps the number it had."""
+    """Numbered 1, 2, ... in order; a problem drawn again alone keeps the number it had.  A
+    class's version, solved when read (``lockstep``), is laid out when read."""
+    if hasattr(questions, "read_as"):
+        return questions.read_as(lay_out)
     return tuple(ExamProblem(q.spec.number if len(questions) == 1 and q.spec.number else number, q)
                  for number, q in enumerate(questions, start=1))
 

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from .paper import Paper
@@ -117,7 +118,7 @@ class PdfBuild:
         self.on_done(name)
         notes = [missing_note(pdf_name, paper, character, self.questions)
                  for paper, character in dict.fromkeys(missing_characters(document.log))]
-        made: dict[str, bytes | Path] = {pdf_name: document.pdf}
+        made: dict[str, bytes | Path] = {pdf_name: document.path}
         if self.questions is not None and pdf_name in SPLIT_INTO:
             names = ([f"papers/{paper_file_name(paper)}" for paper in self.questions]
                      if pdf_name == "questions.pdf" else
@@ -370,7 +371,8 @@ def compile_pdfs(sources: dict[str, str], folder: Path | None = None) -> dict[st
     afterwards); return ``name.pdf`` -> its PDF and log."""
     if folder is None:
         with tempfile.TemporaryDirectory(prefix="gen-problems-tex-") as temporary:
-            return compile_pdfs(sources, Path(temporary))
+            return {name: replace(document, kept=document.pdf)
+                    for name, document in compile_pdfs(sources, Path(temporary)).items()}
     build = PdfBuild(folder)
     for name, source in sources.items():
         build.add(name, source)

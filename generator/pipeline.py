@@ -22,12 +22,14 @@ from .paper import ExamProblem
 from .questions import Question, build_question
 from .sampling import difficulty_of, draw_options, drawable_types, sample_problem, sample_set
 from .kinds import default_mix
+from .lockstep import WINDOW, Versions
 from .spec import ProblemSpec, SpecError, load_recorded_problem, load_spec_file
 
 MAX_COUNT = 2000
 DEFAULT_COUNT = 20
 DEFAULT_DECIMALS = 4
 MAX_TOTAL_PROBLEMS = 5000
+IN_STEP_FROM = 2 * WINDOW  # versions: fewer are simply solved first
 
 
 def solve_checked(spec: ProblemSpec) -> Question:
@@ -118,10 +120,13 @@ class Drawn(Sequence):
         return self.specs[index]
 
 
-def solve_sets(args, specs: dict[int, Sequence[ProblemSpec]],
-               on_solved=lambda: None) -> dict[int, list[Question]]:
+def solve_sets(args, specs: dict[int, Sequence[ProblemSpec]], on_solved=lambda: None,
+               in_step: bool = False) -> dict[int, Sequence[Question]]:
     """Every version solved and checked; with --minutes or --marks, as many problems as fit the
-    budget (the first version decides how many, so that every version is as long)."""
+    budget (the first version decides how many, so that every version is as long).  A class
+    written ``in_step`` has each version solved when its documents reach it (``lockstep``)."""
+    if in_step:
+        return Versions(specs, solve_checked, on_solved).sets()
     budget = budget_of(args)
     if budget is None:
         solved = iter(_solved_all(specs, on_solved))
@@ -142,6 +147,18 @@ def solve_sets(args, specs: dict[int, Sequence[ProblemSpec]],
     return {version: fitted if version == first else
             [_solved(spec, on_solved) for spec in version_specs[:len(fitted)]]
             for version, version_specs in specs.items()}
+
+
+def in_step_run(args: argparse.Namespace, specs: dict[int, Sequence[ProblemSpec]],
+                students) -> bool:
+    """Whether a run is a class written in step (``lockstep``): many versions, each read
+    once, in order, by every document.  Not when the papers cycle through fewer versions
+    (--versions with a roster), nor when the set is sized or tabulated from all its solved
+    problems first (--minutes, --marks, --no-calculator)."""
+    problems = sum(map(len, specs.values()))
+    return (len(specs) > IN_STEP_FROM and problems >= forked.FORK_FROM
+            and not (students and args.versions) and budget_of(args) is None
+            and not args.no_calculator)
 
 
 def softmax_steps(sets: dict[int, list[Question]]):

@@ -144,6 +144,7 @@ OPERATOR_NAME = re.compile(r"\\operatorname\{(\w+)\}")
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)  # a set writes the same few symbols (Q, K^T, A') many times
 def plain_maths(tex: str) -> str:
     text = _TO_TEXT.latex_to_text(OPERATOR_NAME.sub(r"\\mathrm{\1}", tex))
     return re.sub(" {2,}", " ", text).strip()

@@ -19,7 +19,6 @@ import difflib
 import os
 from functools import partial
 from pathlib import Path
-from typing import Iterator
 
 import jinja2
 import jinja2.sandbox
@@ -30,6 +29,7 @@ from . import formatting as fmt
 from . import insight, steps
 from .engine import Num
 from .kinds import TYPES
+from .lockstep import Versions, in_step
 from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
 from .typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
@@ -42,56 +42,66 @@ BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parent.p
 
 
 def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                    user_templates: Path | None = None,
-                    workspace: Path | None = None) -> dict[str, str | Path]:
+                    user_templates: Path | None = None, workspace: Path | None = None,
+                    versions: Versions | None = None) -> dict[str, str | Path]:
     """The question papers and the answer keys as Markdown, keyed by file name; given a
     ``workspace``, written there as they are rendered (a large set's text never sits in
-    memory) and given as the files' paths."""
+    memory) and given as the files' paths.  A class read in step (``versions``) has both
+    documents rendered at once (``lockstep``)."""
     environment = markdown_environment(info.decimals, user_templates)
-    documents = {}
-    for document, papers in (("questions.md", questions), ("answers.md", keys)):
+
+    def document(name: str, papers: list[Paper]) -> str | Path:
         if workspace is None:
-            documents[document] = _render(environment, "markdown", document, papers, info)
-        else:
-            with open(workspace / document, "w", encoding="utf-8") as file:
-                _render(environment, "markdown", document, papers, info, file)
-            documents[document] = workspace / document
-    return documents
+            return _render(environment, "markdown", name, papers, info)
+        with open(workspace / name, "w", encoding="utf-8") as file:
+            _render(environment, "markdown", name, papers, info, file)
+        return workspace / name
+
+    names = ("questions.md", "answers.md")
+    return dict(zip(names, in_step([partial(document, name, papers) for name, papers
+                                    in zip(names, (questions, keys))], versions)))
 
 
 def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                 user_templates: Path | None = None, stream=None,
-                 workspace: Path | None = None) -> Iterator[tuple[str, str | Path]]:
-    """The answer keys and the question papers as LaTeX sources: (file name, source) pairs,
-    the source written into ``workspace`` (and given as its path) when there is one.  The
-    key comes first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each
-    source is also handed to TeX chunk by chunk while it is rendered (it needs a workspace).
+                 user_templates: Path | None = None, stream=None, workspace: Path | None = None,
+                 versions: Versions | None = None) -> dict[str, str | Path]:
+    """The answer keys and the question papers as LaTeX sources, by file name, each source
+    written into ``workspace`` (and given as its path) when there is one.  The key comes
+    first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each source is
+    also handed to TeX chunk by chunk while it is rendered (it needs a workspace).  A class
+    read in step (``versions``) has both documents rendered at once (``lockstep``).
 
     A document is rendered for pdflatex; when it then holds a character pdflatex cannot
     typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
     LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
     environment = latex_environment(info.decimals, user_templates)
-    for name, papers in (("answers.tex", keys), ("questions.tex", questions)):
-        if workspace is None:
-            source = _render(environment, "latex", name, papers, info, typesetting=PDFLATEX)
-            typesetting = typesetting_for(source)
-            if typesetting.unicode:
-                source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
-            yield name, source
-            continue
-        target = workspace / name  # TeX reads the document while it is written: a file is kept
-        tex = stream(name) if stream else None
-        foreign = ForeignCharacters(on_found=tex.abandon if tex else None)
-        with open(target, "w", encoding="utf-8") as file:  # TeX, if any, reads it back
-            _render(environment, "latex", name, papers, info,
-                    *((foreign, tex.through(file)) if tex else (file, foreign)), typesetting=PDFLATEX)
-        if foreign.found:
-            typesetting = typesetting_of(foreign.found, target.read_bytes())
-            with open(target, "w", encoding="utf-8") as file:
-                _render(environment, "latex", name, papers, info, file, typesetting=typesetting)
-        if tex:
-            tex.close(target)
-        yield name, target
+    names = ("answers.tex", "questions.tex")
+    return dict(zip(names, in_step([partial(_latex_document, environment, name, papers, info,
+                                            stream, workspace)
+                                    for name, papers in zip(names, (keys, questions))], versions)))
+
+
+def _latex_document(environment, name: str, papers: list[Paper], info: DocumentInfo, stream,
+                    workspace: Path | None) -> str | Path:
+    if workspace is None:
+        source = _render(environment, "latex", name, papers, info, typesetting=PDFLATEX)
+        typesetting = typesetting_for(source)
+        if typesetting.unicode:
+            source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
+        return source
+    target = workspace / name  # TeX reads the document while it is written: a file is kept
+    tex = stream(name) if stream else None
+    foreign = ForeignCharacters(on_found=tex.abandon if tex else None)
+    with open(target, "w", encoding="utf-8") as file:  # TeX, if any, reads it back
+        _render(environment, "latex", name, papers, info,
+                *((foreign, tex.through(file)) if tex else (file, foreign)), typesetting=PDFLATEX)
+    if foreign.found:
+        typesetting = typesetting_of(foreign.found, target.read_bytes())
+        with open(target, "w", encoding="utf-8") as file:
+            _render(environment, "latex", name, papers, info, file, typesetting=typesetting)
+    if tex:
+        tex.close(target)
+    return target
 
 
 class ForeignCharacters:

@@ -38,9 +38,16 @@ class TexError(Exception):
 
 @dataclass(frozen=True)
 class Compiled:
-    pdf: bytes
     log: str
     path: Path  # where the PDF was written
+    kept: bytes | None = None  # its bytes, for a PDF whose folder is removed
+
+    @property
+    def pdf(self) -> bytes:
+        """The PDF, read when asked (a class's key is megabytes, and moves to the output
+        folder as a file)."""
+        return self.kept if self.kept is not None else self.path.read_bytes()
+
 
 def tex_environment() -> dict[str, str]:
     return {"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ, **TEX_ENVIRONMENT}
@@ -120,8 +127,7 @@ def stop_all() -> None:
 
 
 def read_compiled(tex: Path) -> Compiled:
-    return Compiled(tex.with_suffix(".pdf").read_bytes(),
-                    tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"),
+    return Compiled(tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"),
                     tex.with_suffix(".pdf"))
 
 

@@ -60,7 +60,7 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
     on every form it takes (and leaves the rest to sympy), over sets of every kind."""
     from dataclasses import replace
 
-    from generator.formatting import _UNSORTED, softmax_text
+    from generator.formatting import _unsorted, softmax_text
     from generator.pipeline import solve_checked
     from generator.sampling import draw_options, sample_set
 
@@ -79,7 +79,7 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
                         if mine is None:
                             others += 1
                         elif not exact.is_Rational:
-                            assert mine == _UNSORTED.doprint(exact), (spec.id, step.name)
+                            assert mine == _unsorted().doprint(exact), (spec.id, step.name)
                             written += 1
                             surds += "sqrt" in mine
     # both writers are met, many times over, and scores divided by sqrt(d_k) among the forms
@@ -94,9 +94,9 @@ ROOT2 = sympy.sqrt(2)
                                    sympy.exp(sympy.Rational(12, 5) * ROOT2),
                                    sympy.Mul(sympy.Rational(1, 2), ROOT2, evaluate=False)])
 def test_scaled_scores_are_written_as_sympy_writes_them(exact):
-    from generator.formatting import _UNSORTED, softmax_text
+    from generator.formatting import _unsorted, softmax_text
 
-    assert softmax_text(exact) == _UNSORTED.doprint(exact)
+    assert softmax_text(exact) == _unsorted().doprint(exact)
 
 
 @given(st.floats(min_value=-1e7, max_value=1e7, allow_nan=False, allow_subnormal=True)

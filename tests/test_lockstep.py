@@ -1,0 +1,98 @@
+"""A class written in step (lockstep): the same files as solving everything first, a few
+versions held at a time, each solved once, and a failure anywhere stops the whole run."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from conftest import folder_files
+from generator import lockstep, pipeline
+from generator.crosscheck import CrossCheckError
+
+CLASS = 24  # students: more versions than solving first is kept for
+
+
+@pytest.fixture
+def roster(tmp_path):
+    path = tmp_path / "roster.csv"
+    path.write_text("id,name\n" + "".join(f"s{i:03d},Student {i}\n" for i in range(CLASS)))
+    return path
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many times each problem was solved, and the most versions held at once."""
+    solved, held = {}, [0]
+    solve, questions = pipeline.solve_checked, lockstep.Versions.questions
+
+    def counting_solve(spec):
+        solved[spec.id] = solved.get(spec.id, 0) + 1
+        return solve(spec)
+
+    def counting_questions(self, version):
+        found = questions(self, version)
+        held[0] = max(held[0], len(self.held))
+        return found
+
+    monkeypatch.setattr(pipeline, "solve_checked", counting_solve)
+    monkeypatch.setattr(lockstep.Versions, "questions", counting_questions)
+    monkeypatch.setattr(lockstep, "stream_from_child", lambda results: None)  # count here
+    return solved, held
+
+
+@pytest.mark.parametrize("options", [("--pdf",), ("--format", "html,moodle,qti")])
+def test_a_class_in_step_writes_the_files_solving_first_writes(tmp_path, run_cli, roster,
+                                                                monkeypatch, options):
+    args = ("--count", 3, "--students", roster, "--seed", 5, *options)
+    assert run_cli(*args, "--out", tmp_path / "in-step")[0] == 0
+    monkeypatch.setattr(pipeline, "IN_STEP_FROM", 10**6)
+    assert run_cli(*args, "--out", tmp_path / "first")[0] == 0
+    in_step, first = folder_files(tmp_path / "in-step"), folder_files(tmp_path / "first")
+    assert in_step.keys() == first.keys() and len(in_step) > 5
+    assert [name for name in in_step if in_step[name] != first[name]] == []
+
+
+def test_a_class_in_step_holds_a_few_versions_and_solves_each_once(tmp_path, run_cli, roster,
+                                                                   counted):
+    solved, held = counted
+    assert run_cli("--count", 3, "--students", roster, "--seed", 6, "--out", tmp_path / "out",
+                   "--format", "html")[0] == 0
+    assert len(solved) == 3 * CLASS and set(solved.values()) == {1}
+    assert 1 <= held[0] <= lockstep.WINDOW + 2
+
+
+def test_a_failure_in_one_version_stops_every_document_and_changes_nothing(tmp_path, run_cli,
+                                                                           roster, monkeypatch):
+    out = tmp_path / "out"
+    assert run_cli("--count", 1, "--out", out)[0] == 0
+    before = folder_files(out)
+    solve, count = pipeline.solve_checked, [0]
+
+    def failing(spec):  # in the child that solves ahead, whose failure reaches the run
+        count[0] += 1
+        if count[0] == 3 * 12:
+            raise CrossCheckError("steps differ: version twelve")
+        return solve(spec)
+
+    monkeypatch.setattr(pipeline, "solve_checked", failing)
+    threads = threading.active_count()
+    code, _, error = run_cli("--count", 3, "--students", roster, "--seed", 7, "--pdf", "--out", out)
+    assert (code, error.count("\n")) == (1, 1) and "version twelve" in error, error
+    assert folder_files(out) == before
+    for _ in range(100):  # the TeX threads end as their processes are stopped
+        if threading.active_count() <= threads:
+            break
+        time.sleep(0.05)
+    assert threading.active_count() <= threads
+
+
+def test_a_version_read_again_after_it_was_let_go_is_solved_again_the_same(monkeypatch):
+    monkeypatch.setattr(lockstep, "stream_from_child", lambda results: None)
+    specs = {version: [version * 10, version * 10 + 1] for version in range(1, 9)}
+    sets = (versions := lockstep.Versions(specs, lambda spec: ("solved", spec))).sets()
+    read = [list(sets[version]) for version in specs]
+    assert read[0] == [("solved", 10), ("solved", 11)] and len(versions.held) <= 1
+    assert list(sets[1]) == read[0]  # let go long ago: solved again
