@@ -96,3 +96,11 @@ def test_a_version_read_again_after_it_was_let_go_is_solved_again_the_same(monke
     read = [list(sets[version]) for version in specs]
     assert read[0] == [("solved", 10), ("solved", 11)] and len(versions.held) <= 1
     assert list(sets[1]) == read[0]  # let go long ago: solved again
+
+
+def test_a_class_in_step_on_one_core_writes_the_same_files(tmp_path, run_cli, roster, monkeypatch):
+    args = ("--count", 3, "--students", roster, "--seed", 8, "--format", "html")
+    assert run_cli(*args, "--out", tmp_path / "two")[0] == 0
+    monkeypatch.setattr(lockstep, "stream_from_child", lambda results: None)  # no child
+    assert run_cli(*args, "--out", tmp_path / "one")[0] == 0
+    assert folder_files(tmp_path / "one") == folder_files(tmp_path / "two")
