@@ -3,12 +3,13 @@ they have all passed it, so that a class's run holds a few versions, not the who
 
 A run with a paper per student (a roster, or --versions) writes every document of every
 format at once, each on a thread of its own (``in_step``), reading the versions in order:
-``answers.tex`` and ``questions.tex``, both Markdown files, ``problems.json``, ...  The
-first document to reach a version solves it (and checks it, as ever); the others find it
-held.  A document may run at most ``WINDOW`` versions ahead of the slowest, and a version
-is let go when the slowest document has passed it.  Python renders one thread at a time,
-so this costs no more than writing the documents one after another, while TeX and the
-cutting of papers take the other cores.  A document that reads a version again after it
+``answers.tex`` and ``questions.tex``, both Markdown files, ``problems.json``, ...  A
+forked child solves (and checks, as ever) the versions ahead of them, in order, and sends
+each as it is solved (``forked.stream_from_child``; on one core the first document to
+reach a version solves it).  A document may run at most ``WINDOW`` versions ahead of the
+slowest, and a version is let go when the slowest document has passed it.  Python renders
+one thread at a time, so this costs no more than writing the documents one after another,
+while TeX and the cutting of papers take the other cores.  A document that reads a version again after it
 was let go (a teacher's template that looks back) has it solved again: the same
 questions, later.  Nothing reaches the output folder before the whole set is written.
 """
