@@ -121,7 +121,7 @@ def stream_from_child(results: Callable[[], Iterable]) -> Streamed | None:
     machine has one core."""
     if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
         return None
-    forked = _forked(lambda pipe: _send_each(results, pipe), _widened)
+    forked = _forked(lambda pipe: _send_each(results, pipe))
     return Streamed(forked.pid, forked.pipe)
 
 
@@ -139,14 +139,13 @@ def _send_each(results: Callable[[], Iterable], pipe: int) -> int:
 
 
 def _send(payload: bytes, pipe: int) -> None:
-    view = memoryview(len(payload).to_bytes(8, "big") + payload)
-    while view:
-        view = view[os.write(pipe, view):]
+    _write_all(pipe, len(payload).to_bytes(8, "big") + payload)
 
 
 def _widened(pipe: int) -> None:
-    """A pipe of a megabyte, where Linux allows it (a few dozen of a class's versions): the
-    child solves that far ahead of the run instead of waiting on every version."""
+    """A pipe of a megabyte, where Linux allows it (a few dozen of a class's versions): a
+    child solving ahead gets that far ahead of the run instead of waiting on every version,
+    and one with a single result writes more of it before the run reads."""
     with contextlib.suppress(ImportError, AttributeError, OSError):
         import fcntl
         fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, 1 << 20)
@@ -163,9 +162,9 @@ def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
         for name, content in dict(driver.write(rendering)).items()}, pipe))
 
 
-def _forked(child: Callable[[int], int], prepare=lambda pipe: None) -> Forked:
+def _forked(child: Callable[[int], int]) -> Forked:
     read, write = os.pipe()
-    prepare(write)
+    _widened(write)
     pid = os.fork()
     if pid:
         os.close(write)
@@ -189,10 +188,14 @@ def _report(work: Callable[[], object], pipe: int) -> int:
         payload = _compact(outcome)
     except Exception:
         payload = pickle.dumps(RuntimeError(f"{type(outcome).__name__}: {outcome}"))
-    view = memoryview(payload)
+    _write_all(pipe, payload)
+    return code
+
+
+def _write_all(pipe: int, data: bytes) -> None:
+    view = memoryview(data)
     while view:
         view = view[os.write(pipe, view):]
-    return code
 
 
 class _Reducers(dict):

@@ -9,9 +9,9 @@ each as it is solved (``forked.stream_from_child``; on one core the first docume
 reach a version solves it).  A document may run at most ``WINDOW`` versions ahead of the
 slowest, and a version is let go when the slowest document has passed it.  Python renders
 one thread at a time, so this costs no more than writing the documents one after another,
-while TeX and the cutting of papers take the other cores.  A document that reads a version again after it
-was let go (a teacher's template that looks back) has it solved again: the same
-questions, later.  Nothing reaches the output folder before the whole set is written.
+while TeX and the cutting of papers take the other cores.  A document that reads a version
+again after it was let go (a teacher's template that looks back) has it solved again: the
+same questions, later.  Nothing reaches the output folder before the whole set is written.
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ class Versions:
         me = self.mine.token
         if index > self.reached.get(me, -1):
             self.reached[me] = index
-            for passed in [i for i in self.held if i < self._slowest()]:
+            slowest = self._slowest()
+            for passed in [i for i in self.held if i < slowest]:
                 del self.held[passed]
             self.changed.notify_all()
 
@@ -133,7 +134,6 @@ class Versions:
             self.stopped = self.stopped or error
             self.changed.notify_all()
         self.close()
-
 
 
 class Solved(Sequence):

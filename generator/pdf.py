@@ -334,15 +334,6 @@ class WarmTex:
             self.discard(name)
 
 
-def build_pdfs(sources: dict[str, str], folder: Path, questions: list[Paper] | None = None,
-               keys: int = 0, on_done=lambda name: None) -> tuple[dict[str, bytes | Path], list[str]]:
-    """questions.pdf and answers.pdf, compiled in ``folder`` (see ``PdfBuild``)."""
-    build = PdfBuild(folder, questions, keys, on_done)
-    for name, source in sources.items():
-        build.add(name, source)
-    return build.result()
-
-
 def missing_note(document: str, paper: int, character: str, questions: list[Paper] | None) -> str:
     """Which character could not be printed, and whose paper it is in."""
     whose = ""
