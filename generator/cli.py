@@ -175,10 +175,10 @@ def run(args: argparse.Namespace) -> int:
         with (RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress,
               WarmTex(folder.workspace("tex")) if args.pdf else contextlib.nullcontext() as warm,
               contextlib.ExitStack() as solving):
-            in_step = in_step_run(args, specs, students) and pdflatex_can_set(students, info_fields)
-            sets = solve_sets(args, specs, progress.solved, in_step)
-            if versions_of(sets):
-                solving.callback(versions_of(sets).close)  # a child solving ahead, if any, stops
+            class_in_step = in_step_run(args, specs, students) and pdflatex_can_set(students, info_fields)
+            sets = solve_sets(args, specs, progress.solved, class_in_step)
+            if (versions := versions_of(sets)) is not None:
+                solving.callback(versions.close)  # a child solving ahead, if any, stops
             if "qti" in args.format:
                 from .qti import package_notes  # loaded only by a run that writes the package
                 notes += package_notes(len(sets))

@@ -143,7 +143,6 @@ def _plain_text_context():
 OPERATOR_NAME = re.compile(r"\\operatorname\{(\w+)\}")
 
 
-@lru_cache(maxsize=4096)
 @lru_cache(maxsize=4096)  # a set writes the same few symbols (Q, K^T, A') many times
 def plain_maths(tex: str) -> str:
     text = _TO_TEXT.latex_to_text(OPERATOR_NAME.sub(r"\\mathrm{\1}", tex))
