@@ -15,14 +15,16 @@ template can read the values it is given and call the filters, nothing more
 from __future__ import annotations
 
 import builtins
+import contextlib
 import difflib
-import os
+import traceback
 from functools import partial
 from pathlib import Path
 
 import jinja2
 import jinja2.sandbox
 import sympy
+from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
@@ -32,6 +34,7 @@ from .kinds import TYPES
 from .lockstep import Versions, in_step
 from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
+from .private import private_cache
 from .typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
 
 # In the repository (and an editable install) the templates are at its top; an installed
@@ -127,27 +130,38 @@ def _render(environment, folder: str, name: str, papers, info, *sinks, **extra) 
     """A document's text.  Given sinks (a file being written, TeX reading the document), it
     is sent to each of them in batches of chunks as it is rendered, and not kept."""
     template = environment.get_template(f"{folder}/{name}.j2")
-    try:
-        if not sinks:
+    if not sinks:
+        with template_failures():
             return template.render(papers=papers, info=info, **extra)
-        send_in_batches(template.generate(papers=papers, info=info, **extra), *sinks)
-        return None
+    send_in_batches(template.generate(papers=papers, info=info, **extra), *sinks)
+    return None
+
+
+@contextlib.contextmanager
+def template_failures():
+    """Whatever a template's code raises (a filter given the wrong kind of value, say by a
+    teacher's template) is a template error, whose one line names the template and line."""
+    try:
+        yield
     except (jinja2.TemplateError, OSError):  # OSError: writing the file (a full disk)
         raise
-    except Exception as error:  # a filter given the wrong kind of value, say by a user's template
-        raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}, rendering "
-                                          f"{folder}/{name}") from error
+    except Exception as error:
+        where = next((f" ({frame.f_code.co_filename}, line {line})" for frame, line
+                      in reversed(list(traceback.walk_tb(error.__traceback__)))
+                      if frame.f_code.co_filename.endswith(".j2")), "")
+        raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}{where}") from error
 
 
 def send_in_batches(chunks, *sinks) -> None:
     """A template's chunks (``generate``) written to each sink a few kilobytes at a time, as
     they are rendered: a large document never sits in memory whole."""
     batch = []
-    for chunk in chunks:
-        batch.append(chunk)
-        if len(batch) == STREAM_BATCH:
-            _send("".join(batch), sinks)
-            batch = []
+    with template_failures():
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) == STREAM_BATCH:
+                _send("".join(batch), sinks)
+                batch = []
     _send("".join(batch), sinks)
 
 
@@ -320,15 +334,35 @@ def _article(n) -> str:
 SANDBOX_KEY = "immutable-sandbox"
 
 
+# Values whose methods a template may call: plain data, which can only answer (the immutable
+# sandbox already refuses the methods that change a list or a dict).  Exact types: a
+# subclass may add methods (numpy's float64 is a float that writes files with .tofile).
+PLAIN_DATA = frozenset({str, Markup, int, float, bool, list, tuple, dict, set, frozenset})
+
+
 class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
-    """Jinja's immutable sandbox, with its verdict on an attribute remembered per (type, name):
-    the verdict depends on nothing else, and asking it afresh for every attribute a template
-    reads would make rendering some 70% slower."""
+    """Jinja's immutable sandbox, which a template cannot leave by calling what it reads.
+
+    A template reads live objects (a step's sympy numbers, the papers' records), whose
+    methods reach further than reading: sympy's ``subs``, ``equals`` or a class given a
+    string parse it with ``eval``.  So a template may call only what the environment gives
+    it to call (its globals: ``say``, ``zip``, ``range`` ...), Jinja's own (macros, ``loop``,
+    ``super``) and the methods of plain data (``name.upper()``); anything else is refused.
+
+    The sandbox's verdict on an attribute is remembered per (type, name): it depends on
+    nothing else, and asking it afresh for every attribute a template reads would make
+    rendering some 70% slower."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._safe: dict[tuple[type, str], bool] = {}
         self._plain_data: set[tuple[type, str]] = set()  # safe, and read as a value, not a method
+
+    def is_safe_callable(self, obj) -> bool:
+        return super().is_safe_callable(obj) and (
+            type(getattr(obj, "__self__", None)) in PLAIN_DATA
+            or getattr(obj, "__module__", None) == "jinja2.runtime"  # a macro, loop.cycle, super
+            or any(obj is given for given in self.globals.values()))
 
     def is_safe_attribute(self, obj, attr: str, value) -> bool:
         key = (type(obj), attr)
@@ -382,8 +416,8 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
     environment.filters["writing_lines"] = writing_lines
-    environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(x))
-    environment.filters["num_of"] = Num.of
+    environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
+    environment.filters["num_of"] = lambda x: Num.of(_exact_number(x))
     environment.filters.update(attention_focus=insight.attention_focus,
                                blend_focus=insight.blend_focus, scaling_effect=insight.scaling_effect)
     environment.filters["article"] = _article
@@ -394,14 +428,20 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source, so an edited
     template is compiled afresh): compiling them all costs a tenth of a second a run.
-    They live in the user's own cache folder, private to them, not in the temp folder."""
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(home, "gen-problems", "templates")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        return QuietBytecodeCache(folder)
-    except (OSError, RuntimeError):
-        return None
+    A compiled template is code the run loads: it is kept only in a folder private to the
+    user (``private``), never in the temp folder; without one, templates are compiled anew."""
+    folder = private_cache("templates")
+    return QuietBytecodeCache(str(folder)) if folder else None
+
+
+def _exact_number(value) -> sympy.Expr:
+    """A filter's operand as an exact number, only from a number (sympy would parse a string
+    with ``eval``: a template's text must never become code)."""
+    if isinstance(value, Num):
+        return value.exact
+    if isinstance(value, sympy.Expr) or type(value) is int:
+        return sympy.sympify(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
 
 
 def _relations(decimals: int, exact: str, rounded: str) -> dict:

@@ -27,6 +27,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from .private import private_cache
+
 BEGIN_DOCUMENT = "\\begin{document}"
 # mylatexformat would load some thirty fonts into the format before the document does,
 # so the PDF's font names (/F35 ...) would differ from a plain run's.
@@ -40,16 +42,7 @@ LAST_USED_NAME = re.compile(r"[0-9a-f]{32}-[0-9a-f]{16}\.fmt")  # what ``build``
 def cache_folder() -> Path | None:
     """The private folder the formats live in, made if need be; None when it cannot be
     made, or when another user owns it or may write in it (a format is code TeX runs)."""
-    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(home) / "gen-problems" / "tex"
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        status = folder.stat()
-    except OSError:
-        return None
-    if status.st_uid != os.geteuid() or status.st_mode & 0o022:
-        return None
-    return folder
+    return private_cache("tex")
 
 
 def last_used(document: str) -> Path | None:
