@@ -16,16 +16,17 @@ import hashlib
 import hmac
 import os
 import secrets
+import stat
 from pathlib import Path
 
+from .private import config_home, make_private_folder
 from .spec import SpecError
 
 KEY_BYTES = 32
 
 
 def default_key_file() -> Path:
-    home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(home) / "gen-problems" / "exam.key"
+    return config_home() / "gen-problems" / "exam.key"
 
 
 def load_or_create_key(path: Path | None = None, create: bool = True) -> bytes:
@@ -42,12 +43,13 @@ def load_or_create_key(path: Path | None = None, create: bool = True) -> bytes:
         raise SpecError(f"{path}: not an exam key (expected {KEY_BYTES * 2} hex digits)") from None
     if len(key) != KEY_BYTES:
         raise SpecError(f"{path}: not an exam key (expected {KEY_BYTES * 2} hex digits)")
+    refuse_if_exposed(path)
     return key
 
 
 def _create(path: Path) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_folder(path.parent)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return  # another run made it a moment ago
@@ -56,6 +58,23 @@ def _create(path: Path) -> None:
                         f"name one with --key-file, or use --practice") from None
     with os.fdopen(descriptor, "w", encoding="ascii") as stream:
         stream.write(secrets.token_hex(KEY_BYTES) + "\n")
+
+
+def refuse_if_exposed(path: Path) -> None:
+    """A key that other users may read rebuilds the exams it drew; one they may write (or
+    swap, in a folder they may write in) draws exams they know.  Group reading is allowed:
+    colleagues who set one course's exams may share a key."""
+    try:
+        mode = path.stat().st_mode
+        folder = path.resolve().parent.stat().st_mode
+    except OSError:
+        return  # reading it says what is wrong
+    if mode & 0o026:
+        raise SpecError(f"{path}: other users may {'read' if mode & 0o004 else 'change'} this "
+                        f"exam key, so they could rebuild your exams: chmod 600 {path}")
+    if folder & 0o002 and not folder & stat.S_ISVTX:
+        raise SpecError(f"{path}: any user may replace files in its folder, so the exam key "
+                        f"could be swapped: move it to a private folder")
 
 
 def seed_words(key: bytes) -> list[int]:
