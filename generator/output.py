@@ -24,9 +24,10 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 STATE = ".gen-problems"
 MANIFEST = "manifest.json"
@@ -35,6 +36,7 @@ LOCK = "lock"
 BACKUP = "backup"
 TEX_FAILURE = "tex-failure"
 WORK_PREFIX = "work-"
+MAX_STATE_BYTES = 64 << 20  # a manifest lists a class's files: some 100 bytes a file
 
 
 class OutputError(Exception):
@@ -75,6 +77,7 @@ class OutputFolder:
         existing = next(p for p in (self.path, *self.path.absolute().parents) if p.exists())
         if not os.access(existing, os.W_OK | os.X_OK):
             raise OutputRefused(f"--out {self.path}: {existing} is not writable")
+        refuse_link(self.state)
         if self.state.is_dir():
             try:
                 with self._locked():
@@ -119,11 +122,19 @@ class OutputFolder:
         self.close()
 
     def owned_files(self) -> set[str]:
-        """The files of the current set, as paths relative to the folder."""
+        """The files of the current set, as paths relative to the folder.  A manifest that
+        names a file outside the folder, or in the tool's own state, is not one this tool
+        wrote (a folder from elsewhere): refused, since the files it lists may be removed."""
         try:
-            return set(json.loads((self.state / MANIFEST).read_text(encoding="utf-8"))["files"])
+            files = json.loads(_read_state_file(self.state / MANIFEST))["files"]
         except (OSError, ValueError, KeyError, TypeError):
             return set()
+        if not isinstance(files, list) or not all(_plain_name(name) for name in files) or any(
+                name.split("/")[0] == STATE for name in files):
+            raise OutputRefused(f"{self.state / MANIFEST} lists files outside {self.path}/ or in "
+                                f"its state: it was not written by gen-problems; delete it if "
+                                f"this folder came from elsewhere")
+        return set(files)
 
     def refuse_inputs_inside(self, inputs: list[Path], names: set[str], folders: set[str]) -> None:
         """An input file where this run writes (a fixed output name, an owned folder, a file of
@@ -163,7 +174,7 @@ class OutputFolder:
         """Move a failed TeX run's .tex and .log files into one known place, replacing the last."""
         kept = self.state / TEX_FAILURE
         with self._locked():
-            shutil.rmtree(kept, ignore_errors=True)
+            _remove(kept)
             kept.mkdir()
             for source in sources.glob("*"):
                 if source.suffix in (".tex", ".log"):
@@ -174,7 +185,7 @@ class OutputFolder:
 
     @contextlib.contextmanager
     def _locked(self):
-        handle = open(self.state / LOCK, "a+b")
+        handle = _open_lock(self.state / LOCK)
         try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -189,12 +200,8 @@ class OutputFolder:
     def _recover(self) -> None:
         """Under the lock: undo a set a killed run left half in place; sweep what dead runs left."""
         journal = self.state / JOURNAL
-        if journal.exists():
-            try:
-                changes = json.loads(journal.read_text(encoding="utf-8"))
-            except ValueError:  # cut short before it was renamed into place: nothing was changed
-                changes = {"created": [], "replaced": []}
-            _roll_back(self.path, self.state / BACKUP, changes)
+        if os.path.lexists(journal):
+            _roll_back(self.path, self.state / BACKUP, _read_journal(journal, self.path))
             journal.unlink()
         for leftover in self.state.iterdir():
             if leftover.name == BACKUP or leftover.name.endswith(".tmp"):
@@ -219,6 +226,10 @@ class _Plan:
         self.old = old
 
     def check(self, inputs) -> None:
+        for name in self.names + self.stale:
+            if (link := _link_on_the_way(self.root, name)) is not None:
+                raise OutputRefused(f"{link} is a link: gen-problems writes only inside "
+                                    f"{self.root}/ and follows no link there; remove it")
         for name in self.replaced:
             target = self.root / name
             if name not in self.old and not name.startswith(f"{STATE}/"):
@@ -241,7 +252,9 @@ class _Plan:
             _write_file(self.staged / name, content, keep)
 
     def apply(self) -> None:
-        journal = {"created": self.created, "replaced": self.replaced + self.stale}
+        journal = {"tool": "gen-problems", "created": self.created,
+                   "replaced": self.replaced + self.stale,
+                   "placed": {name: _identity(self.staged / name) for name in self.names}}
         try:
             for name in self.replaced + self.stale:
                 _link_or_copy(self.root / name, self.backup / name)
@@ -269,14 +282,83 @@ class _Plan:
 
 
 def _roll_back(root: Path, backup: Path, changes: dict) -> None:
+    """Put the earlier set back: remove the files the commit placed, restore the ones it
+    replaced.  Only a file that is still the one the commit placed (the same inode) is
+    removed or replaced, so a forged journal cannot make it touch a teacher's file."""
+    placed = changes["placed"]
     for name in changes["created"]:
-        (root / name).unlink(missing_ok=True)
-        _remove_empty_parents(root / name, root)
+        if _is_placed(root / name, placed.get(name)):
+            (root / name).unlink()
+            _remove_empty_parents(root / name, root)
     for name in changes["replaced"]:
-        if (backup / name).exists():
+        if os.path.lexists(backup / name) and (not os.path.lexists(root / name)
+                                               or _is_placed(root / name, placed.get(name))):
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             os.replace(backup / name, root / name)
     shutil.rmtree(backup, ignore_errors=True)
+
+
+def _identity(path: Path) -> list[int]:
+    status = os.lstat(path)
+    return [status.st_dev, status.st_ino]
+
+
+def _is_placed(path: Path, identity) -> bool:
+    try:
+        return identity is not None and _identity(path) == list(identity)
+    except OSError:
+        return False
+
+
+def _read_journal(journal: Path, root: Path) -> dict:
+    """A journal this tool wrote, checked: every file it names lies inside the folder and is
+    reached through no link; otherwise nothing is changed and the run stops."""
+    try:
+        changes = json.loads(_read_state_file(journal))
+        names = [*changes["created"], *changes["replaced"], *changes["placed"]]
+        shaped = (changes.get("tool") == "gen-problems" and isinstance(changes["placed"], dict)
+                  and all(isinstance(changes[key], list) for key in ("created", "replaced"))
+                  and all(_plain_name(name) for name in names)
+                  and all(isinstance(v, list) and len(v) == 2 for v in changes["placed"].values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        shaped = False
+    if not shaped or any(_link_on_the_way(root, name) for name in names):
+        raise OutputRefused(f"{journal} is not a journal gen-problems wrote for {root}/ (a folder "
+                            f"from elsewhere?): nothing was changed; delete it to go on")
+    return changes
+
+
+def _plain_name(name) -> bool:
+    """A file name relative to the output folder, inside it, spelled plainly (a/b.pdf)."""
+    if not isinstance(name, str) or not name or "\0" in name:
+        return False
+    path = PurePosixPath(name)
+    return not path.is_absolute() and ".." not in path.parts and path.as_posix() == name
+
+
+def _link_on_the_way(root: Path, name: str) -> Path | None:
+    """The first folder or file from ``root`` to ``root/name`` that is a symbolic link."""
+    path = root
+    for part in PurePosixPath(name).parts:
+        path = path / part
+        if path.is_symlink():
+            return path
+    return None
+
+
+def refuse_link(path: Path) -> None:
+    if path.is_symlink():
+        raise OutputRefused(f"{path} is a link: gen-problems keeps its own files there and "
+                            f"follows no link; remove it")
+
+
+def _read_state_file(path: Path) -> str:
+    """One of the tool's own files, never read through a link."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ValueError(f"{path} is not a file")
+        return stream.read(MAX_STATE_BYTES).decode("utf-8")
 
 
 def _missing_folders(folder: Path) -> list[Path]:
@@ -304,7 +386,7 @@ def _write_file(path: Path, content: str | bytes | Path, mode: int, atomic: bool
         return
     data = content.encode("utf-8") if isinstance(content, str) else content
     written = path.with_name(path.name + ".tmp") if atomic else path
-    descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(descriptor, "wb") as stream:
         stream.write(data)
         stream.flush()
@@ -348,16 +430,29 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _open_lock(path: Path):
+    """A lock file, made if need be, never through a link (it would make a file elsewhere)."""
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            refuse_link(path)
+        raise
+    return os.fdopen(descriptor, "r+b")
+
+
 def _hold_lock(path: Path):
-    handle = open(path, "a+b")
+    handle = _open_lock(path)
     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     return handle
 
 
 def _is_held(path: Path) -> bool:
     """Whether a live run holds this lock (a dead run's lock is released by the system)."""
+    if path.is_symlink():
+        return False  # not a run's: swept with its folder, the link alone
     try:
-        with open(path, "a+b") as handle:
+        with _open_lock(path) as handle:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return False
     except BlockingIOError:
