@@ -1,7 +1,9 @@
-"""One line on the terminal that says how far a run is and how long it has left.
+"""How far a run is: one line on the terminal that says how far it is and how long it has
+left, or, when stderr is a pipe or a log, a plain line now and then.
 
-It appears only on a terminal and only once a run has taken a second (tqdm's delay), so
-short runs, pipes and tests print nothing.  A run's work is counted in problems: each is
+On a terminal the bar (tqdm's) appears once a run has taken a second; elsewhere a line such
+as ``gen-problems: writing, 40% done after 20 s`` comes every ``LOG_EVERY`` seconds, so a
+scheduler's log of a large set shows it is moving, and short runs and tests print nothing.  A run's work is counted in problems: each is
 solved, then written in each format; TeX's documents count as the problems they hold.
 The estimate of the time left is tqdm's, from the rate so far.
 """
@@ -9,15 +11,22 @@ The estimate of the time left is tqdm's, from the rate so far.
 from __future__ import annotations
 
 import sys
+import time
+
+LOG_EVERY = 10.0  # seconds between the plain lines of a run whose stderr is not a terminal
 
 
 class RunProgress:
     def __init__(self, problems: int, formats: int, pdf: bool):
         self.problems = problems
+        self.total = problems * (1 + formats + (2 if pdf else 0))
+        self.done = 0
+        self.stage_name = "solving"
+        self.started = self.said = time.monotonic()
         self.bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm  # imported only for a terminal: it is a tenth of a short run
-            self.bar = tqdm(total=problems * (1 + formats + (2 if pdf else 0)), desc="solving",
+            self.bar = tqdm(total=self.total, desc="solving",
                             unit="step", leave=False, delay=1.0, file=sys.stderr,
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
 
@@ -32,6 +41,7 @@ class RunProgress:
         self._advance(1)
 
     def stage(self, name: str) -> None:
+        self.stage_name = name
         if self.bar is not None:
             self.bar.set_description_str(name, refresh=False)
 
@@ -44,5 +54,10 @@ class RunProgress:
         self._advance(self.problems)
 
     def _advance(self, steps: int) -> None:
+        self.done += steps
         if self.bar is not None:
             self.bar.update(steps)
+        elif (now := time.monotonic()) - self.said >= LOG_EVERY:
+            self.said = now
+            print(f"gen-problems: {self.stage_name}, {100 * self.done // max(self.total, 1)}% done "
+                  f"after {now - self.started:.0f} s", file=sys.stderr, flush=True)

@@ -250,3 +250,15 @@ def test_exponentials_of_big_scores_are_summed_in_scientific_notation(tmp_path, 
     code, printed, err = run_cli("--spec", spec, "--out", tmp_path / "o", "--format", "md")
     assert code == 0, err
     assert "Row 1: e^320 ≈ 9.4240e+138, e^0 = 1; sum = 9.4240e+138" in printed
+
+
+def test_a_long_run_into_a_pipe_says_now_and_then_how_far_it_is(tmp_path, run_cli, monkeypatch):
+    """stderr is not a terminal here (a scheduler's log): plain lines, no bar."""
+    from generator import progress
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.0)
+    code, _, err = run_cli("--count", 3, "--format", "html", "--out", tmp_path / "o")
+    lines = err.splitlines()
+    assert code == 0 and lines[-1].startswith("wrote 3 problems"), err
+    assert lines[0] == "gen-problems: solving, 6% done after 0 s"  # 1 of 3 problems x 5 units
+    assert all(line.startswith("gen-problems: ") and "% done after " in line for line in lines[:-1])
+    assert "\r" not in err
