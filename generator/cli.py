@@ -40,6 +40,7 @@ from .roster import MAX_STUDENTS, load_roster
 from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
 from .kinds import default_mix, type_names
 from .spec import SpecError
+from .teacher_text import one_line
 from .typesetting import pdflatex_lacks
 
 MAX_SEED = 10**18
@@ -144,19 +145,19 @@ def main(argv: list[str] | None = None) -> int:
         print("gen-problems: interrupted; the output folder is as it was", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (UsageError, SpecError, TexMissing, OutputRefused) as error:
-        print(f"gen-problems: error: {error}", file=sys.stderr)
+        print(f"gen-problems: error: {one_line(error)}", file=sys.stderr)
         return 2
     except jinja2.TemplateError as error:  # a teacher's --templates with a mistake in it
-        print(f"gen-problems: error: {template_error(error)}", file=sys.stderr)
+        print(f"gen-problems: error: {one_line(template_error(error))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # --format json | head: the files are written; stop quietly
         sys.stdout = None
         return EXIT_BROKEN_PIPE
     except (OutputError, SplitError, CrossCheckError) as error:
-        print(f"gen-problems: {error}", file=sys.stderr)
+        print(f"gen-problems: {one_line(error)}", file=sys.stderr)
         return 1
     except OSError as error:  # reading a template, a full disk: say which file and why
-        print(f"gen-problems: error: {describe(error)}", file=sys.stderr)
+        print(f"gen-problems: error: {one_line(describe(error))}", file=sys.stderr)
         return 1
 
 

@@ -10,13 +10,14 @@ keys always number alike.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .exact import shown
 from .questions import Question
 from .roster import Student
 from .spec import SpecError, parse_toml, read_user_file
+from .teacher_text import text_fault
 
 
 # Seconds a student takes by hand, with a calculator, for each thing a step asks them to write.
@@ -167,7 +168,7 @@ def answer_keys(sets: dict[int, list[Question]]) -> list[Paper]:
 HEADER_FIELDS = ("title", "course", "institution", "date", "instructions")
 MAX_HEADER_TEXT = 500
 MAX_EXTRA_FIELDS = 20
-CONTROL_CHARACTER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
+SEVERAL_LINES = ("instructions",)  # the header texts that may span lines, as [extra] texts may
 
 
 def header_fields(config: Path | None, given: dict) -> dict:
@@ -176,12 +177,14 @@ def header_fields(config: Path | None, given: dict) -> dict:
     fields = _header_config(config) if config else {}
     fields.update({name: text for name, text in given.items() if text is not None})
     extra = fields.pop("extra", {})
+    if (bad := next((k for k in extra if text_fault(k)), None)) is not None:
+        raise SpecError(f"[extra] key {shown(bad)} {text_fault(bad)}")
     for name, text in [*fields.items(), *((f"extra.{k}", v) for k, v in extra.items())]:
         if not isinstance(text, str) or len(text) > MAX_HEADER_TEXT:
             raise SpecError(f"{name} must be text of at most {MAX_HEADER_TEXT} characters")
-        if (bad := CONTROL_CHARACTER.search(text)):
-            raise SpecError(f"{name} holds the control character U+{ord(bad.group()):04X}, which no "
-                            "document can print (XML cannot even hold it)")
+        if (fault := text_fault(text, several_lines=name in SEVERAL_LINES
+                                or name.startswith("extra."))):
+            raise SpecError(f"{name} {fault}")
     return {**fields, "extra": tuple(sorted(extra.items()))} if extra else fields
 
 

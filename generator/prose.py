@@ -25,6 +25,8 @@ from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 from pylatexenc import latex2text
 
+from .teacher_text import cloze_braces
+
 PIECES = re.compile(r"\*\*(?P<bold>.+?)\*\*|\$(?P<math>[^$]+)\$", re.DOTALL)
 
 
@@ -113,6 +115,9 @@ class HtmlPrinter(Printer):
 
 
 class MoodlePrinter(HtmlPrinter):
+    def _print_Text(self, piece: Text) -> str:
+        return cloze_braces(super()._print_Text(piece))  # a cloze gap forms from no words
+
     def _print_Math(self, piece: Math) -> str:
         return html.escape(rf"\({piece.tex}\)", quote=False)
 

@@ -34,6 +34,7 @@ from .kinds import TYPES
 from .lockstep import Versions, in_step
 from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
+from .teacher_text import markdown_code_span, markdown_literal
 from .private import private_cache
 from .typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
 
@@ -212,6 +213,7 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
         maths=plain_maths,  # a symbol the Python side wrote in TeX (A', Q_1), as plain text
+        literal=markdown_literal, code_span=markdown_code_span,  # a teacher's text, as typed
         **_relations(decimals, exact="=", rounded="≈"),
         **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .spec import SpecError, read_user_bytes
+from .teacher_text import text_fault
 
 MAX_STUDENTS = 500
 MAX_FIELD = 200
@@ -153,6 +154,9 @@ def _student(student_id: str, name: str, path: Path, line: int) -> Student:
         raise SpecError(f"{path}, line {line}: every student needs an id and a name")
     if len(student_id) > MAX_FIELD or len(name) > MAX_FIELD:
         raise SpecError(f"{path}, line {line}: id and name are at most {MAX_FIELD} characters")
+    for what, text in (("id", student_id), ("name", name)):
+        if (fault := text_fault(text)):
+            raise SpecError(f"{path}, line {line}: the student's {what} {fault}")
     return Student(student_id, name)
 
 

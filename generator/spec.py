@@ -19,6 +19,7 @@ import sympy
 from . import kinds, steps
 from .exact import parse_exact, shown
 from .steps import MISTAKES
+from .teacher_text import text_fault
 
 Matrix = tuple[tuple[sympy.Expr, ...], ...]
 
@@ -122,6 +123,8 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     """Check one problem's keys and matrices and build its spec."""
     if not isinstance(record, dict):
         raise SpecError(f"{where}: expected a table of keys such as X, W_Q, W_K, W_V")
+    if (fault := text_fault(str(problem_id))):  # made from the file's name, or a record's id
+        raise SpecError(f"{where}: the problem id {shown(problem_id)} {fault}")
     known = known_keys()
     unknown = sorted(set(record) - known)
     if unknown:
@@ -366,4 +369,6 @@ def _parse_title(record: dict, where: str) -> str:
     title = record.get("title", "")
     if not isinstance(title, str) or len(title) > 200 or "\n" in title:
         raise SpecError(f"{where}: title must be one line of text, at most 200 characters")
+    if (fault := text_fault(title)):
+        raise SpecError(f"{where}: title {fault}")
     return title

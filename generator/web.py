@@ -15,7 +15,7 @@ from fractions import Fraction
 from functools import partial
 from pathlib import Path
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from . import formatting as fmt
 from .paper import DocumentInfo, Paper
@@ -23,6 +23,7 @@ from . import steps
 from .prose import mathml
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
 from .marking import Tolerances
+from .teacher_text import cloze_literal
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
 
@@ -227,6 +228,8 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str):
         # a choice rendered by the escaping environment, unescaped, then escaped as Moodle reads it
         cloze_text=lambda text: Markup(fmt.cloze_escape(Markup(text).unescape())),
         cdata=lambda text: Markup(str(text).replace("]]>", "]]]]><![CDATA[>")),
+        # a teacher's text, as typed: in a cloze question its braces must not form a gap
+        literal=cloze_literal if prose == "moodle" else escape,
     )
     environment.tests["masked"] = lambda num: num.value == float("-inf")
     environment.globals["grid_name"] = grid_name
