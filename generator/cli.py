@@ -15,6 +15,7 @@ import gc
 import os
 import re
 import secrets
+import shutil
 import signal
 import sys
 import threading
@@ -26,8 +27,9 @@ import jinja2
 from .crosscheck import CrossCheckError
 from .exact import parse_exact
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
-from .forked import write_in_child
+from .forked import WorkerDied, write_in_child
 from .formatting import table_places
+from .inputs import InputError, check_folder, refuse_loop
 from .output import OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
 from .pdf import PdfBuild, SplitError, TexError, TexMissing, WarmTex, require_tex
@@ -37,13 +39,13 @@ from .pipeline import (DEFAULT_DECIMALS, MAX_COUNT, draw_command, in_step_run, p
                        softmax_steps, solve_sets)
 from .render import ignored_overrides
 from .roster import MAX_STUDENTS, load_roster
-from .sampling import EMBEDDINGS, MASK_CHOICES, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
+from .sampling import EMBEDDINGS, MASK_CHOICES, MAX_SEED, NO_CALCULATOR_EXPONENTS, PRESETS, WEIGHTS
 from .kinds import default_mix, type_names
 from .spec import SpecError
+from .template_files import teacher_templates
 from .teacher_text import one_line
 from .typesetting import pdflatex_lacks
 
-MAX_SEED = 10**18
 EXAM_CODE = re.compile(r"^[A-Z2-7]{4}-[A-Z2-7]{4}$", re.IGNORECASE)
 MAX_DECIMALS = 10
 DRAW_OPTIONS = ("difficulty", "tokens", "d_model", "dk", "dv", "embeddings", "weights", "mask",
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gen-problems: interrupted; the output folder is as it was", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (UsageError, SpecError, TexMissing, OutputRefused) as error:
+    except (UsageError, SpecError, InputError, TexMissing, OutputRefused) as error:
         print(f"gen-problems: error: {one_line(error)}", file=sys.stderr)
         return 2
     except jinja2.TemplateError as error:  # a teacher's --templates with a mistake in it
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # --format json | head: the files are written; stop quietly
         sys.stdout = None
         return EXIT_BROKEN_PIPE
-    except (OutputError, SplitError, CrossCheckError) as error:
+    except (OutputError, SplitError, CrossCheckError, WorkerDied) as error:
         print(f"gen-problems: {one_line(error)}", file=sys.stderr)
         return 1
     except OSError as error:  # reading a template, a full disk: say which file and why
@@ -162,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_loop(args.out, "--out")
     with OutputFolder(args.out) as folder:  # first restores a set a killed run left half-written
         check_options(args)
         inputs = input_files(args)
@@ -193,8 +196,9 @@ def run(args: argparse.Namespace) -> int:
             documents = render_documents(args, sets, students, info, folder, notes, progress, warm)
             progress.stage("saving")
             _unless_stopped()
+            printed = held_for_terminal(args, documents)  # this run's own, whatever lands later
             paths = folder.commit(documents, inputs)
-    print_to_terminal(args, documents)
+    print_to_terminal(printed)
     for note in notes:
         print(f"gen-problems: note: {note}", file=sys.stderr)
     count = sum(len(solutions) for solutions in sets.values())
@@ -290,24 +294,41 @@ def finished_pdfs(pdfs: PdfBuild, folder: OutputFolder) -> tuple[dict, list[str]
                           f"(its .tex and .log are kept in {kept}/)") from None
 
 
-def print_to_terminal(args, documents: dict) -> None:
-    """--format md/json: print after the files are safe; a closed pipe ends the run quietly."""
+def held_for_terminal(args, documents: dict) -> list:
+    """What --format md/json prints, held before the commit: a text, or its file in the work
+    folder, opened.  Once the folder's lock is let go another run may replace the file in
+    --out; the open file is still this run's, and is not read into memory."""
+    held = []
     for name in args.format:
-        if FORMATS[name].prints:
-            if sys.stdout is None:
-                raise BrokenPipeError
-            printed = documents[FORMATS[name].prints]
-            sys.stdout.write(printed if isinstance(printed, str) else
-                             (Path(args.out) / FORMATS[name].prints).read_text(encoding="utf-8"))
+        if (printed := FORMATS[name].prints):
+            content = documents[printed]
+            held.append(open(content, encoding="utf-8") if isinstance(content, Path) else content)
+    return held
+
+
+def print_to_terminal(held: list) -> None:
+    """--format md/json: print after the files are safe; a closed pipe ends the run quietly."""
+    for content in held:
+        if sys.stdout is None:
+            raise BrokenPipeError
+        if isinstance(content, str):
+            sys.stdout.write(content)
+        else:
+            with content:
+                shutil.copyfileobj(content, sys.stdout)
     if sys.stdout is not None:
         sys.stdout.flush()
 
 
 def input_files(args) -> list[Path]:
     """The files a run reads; none may be among the files it writes."""
-    named = [args.spec, args.students, args.config, args.record, args.key_file]
-    templates = list(args.templates.rglob("*")) if args.templates and args.templates.is_dir() else []
-    return [Path(path) for path in named if path is not None] + templates
+    named = {"--spec": args.spec, "--students": args.students, "--config": args.config,
+             "--record": args.record, "--key-file": args.key_file}
+    for flag, path in named.items():
+        if path is not None:
+            refuse_loop(path, flag)  # the rest is checked as it is read (``inputs``)
+    templates = teacher_templates(args.templates) if args.templates else []
+    return [Path(path) for path in named.values() if path is not None] + templates
 
 
 def template_error(error: jinja2.TemplateError) -> str:
@@ -427,8 +448,8 @@ def check_options(args: argparse.Namespace) -> None:
         value = getattr(args, name)
         if value is not None and not low <= value <= high:
             raise UsageError(f"--{name} must be a whole number from {low} to {high}, got {value}")
-    if args.templates and not args.templates.is_dir():
-        raise UsageError(f"--templates {args.templates}: no such folder")
+    if args.templates:
+        check_folder(args.templates, "--templates")
     if args.pdf:
         require_tex()
 

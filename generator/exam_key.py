@@ -19,6 +19,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from .inputs import MAX_KEY_BYTES, read_bytes
 from .private import config_home, make_private_folder
 from .spec import SpecError
 
@@ -34,12 +35,10 @@ def load_or_create_key(path: Path | None = None, create: bool = True) -> bytes:
     path = path or default_key_file()
     if not path.exists() and create:
         _create(path)
+    data = read_bytes(path, "an exam key", MAX_KEY_BYTES)  # a FIFO, /dev/zero: refused
     try:
-        text = path.read_text(encoding="ascii").strip()
-        key = bytes.fromhex(text)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such key file") from None
-    except (OSError, UnicodeDecodeError, ValueError):
+        key = bytes.fromhex(data.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
         raise SpecError(f"{path}: not an exam key (expected {KEY_BYTES * 2} hex digits)") from None
     if len(key) != KEY_BYTES:
         raise SpecError(f"{path}: not an exam key (expected {KEY_BYTES * 2} hex digits)")

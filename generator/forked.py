@@ -42,6 +42,28 @@ SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a ch
 CHILD_SHARE = 0.48  # of the problems, solved by the child: the run also draws them and unpickles
 
 
+class WorkerDied(Exception):
+    """A forked process ended without handing back its work (killed, out of memory): the
+    run stops before anything is written; the message is one line."""
+
+
+def _died(status: int | None) -> WorkerDied:
+    return WorkerDied(f"a worker process of the run died ({_how_it_ended(status)}); "
+                      f"the output folder is as it was")
+
+
+def _how_it_ended(status: int | None) -> str:
+    if status is not None and os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    if status is not None and os.WIFEXITED(status):
+        return f"exit status {os.WEXITSTATUS(status)}"
+    return "it ended unexpectedly"
+
+
 @dataclass
 class Forked:
     pid: int
@@ -52,28 +74,33 @@ class Forked:
         chunks = []
         while chunk := os.read(self.pipe, 1 << 16):
             chunks.append(chunk)
-        os.close(self.pipe)
-        _, status = os.waitpid(self.pid, 0)
+        status = self._reaped()
         try:
             outcome = pickle.loads(b"".join(chunks))
-        except (pickle.UnpicklingError, EOFError):
-            outcome = RuntimeError(f"a process working beside the run ended unexpectedly "
-                                   f"(status {status})")
+        except Exception:  # cut short (it died while writing) or nothing at all
+            raise _died(status) from None
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
 
-    def stop(self) -> None:
-        """The run stops: the child is ended at once and its files are not wanted."""
-        try:
+    def stop(self) -> int | None:
+        """The run stops: the child is ended at once and its files are not wanted.  How it
+        ended is returned (one that had died already keeps its own status)."""
+        if self.pipe < 0:  # waited for already: its pid may be another process's by now
+            return None
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        return self._reaped()
+
+    def _reaped(self) -> int | None:
+        """The pipe closed and the child waited for, once (a descriptor closed twice may be
+        another file's by then); how the child ended."""
+        os.close(self.pipe)
+        self.pipe = -1
         try:
-            os.close(self.pipe)
-        except OSError:
-            pass
+            return os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            return None
 
 
 def compute_in_child(work: Callable[[], object]) -> Forked | None:
@@ -97,8 +124,7 @@ class Streamed(Forked):
 
     def finish(self) -> None:
         """After the last result: the child ends."""
-        os.close(self.pipe)
-        os.waitpid(self.pid, 0)
+        self._reaped()
 
     def _read(self, size: int) -> bytes:
         chunks = []
@@ -111,8 +137,7 @@ class Streamed(Forked):
         return b"".join(chunks)
 
     def _ended(self):
-        self.stop()
-        raise RuntimeError("a process working beside the run ended unexpectedly")
+        raise _died(self.stop())
 
 
 def stream_from_child(results: Callable[[], Iterable]) -> Streamed | None:

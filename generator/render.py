@@ -36,6 +36,7 @@ from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
 from .teacher_text import markdown_code_span, markdown_literal
 from .private import private_cache
+from .template_files import CheckedLoader
 from .typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
 
 # In the repository (and an editable install) the templates are at its top; an installed
@@ -411,7 +412,7 @@ class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
 def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
     folders = [user_templates] if user_templates else []
     environment = Sandbox(
-        loader=jinja2.FileSystemLoader([*folders, BUILTIN_TEMPLATES]),
+        loader=CheckedLoader([*folders, BUILTIN_TEMPLATES]),  # a bad file is one line
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
         auto_reload=False,  # a template is read once a run: no stat of its file at every include

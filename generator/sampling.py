@@ -27,6 +27,7 @@ from .worthiness import Candidate, is_exam_worthy, scaled_scores_in
 EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
 MASK_CHOICES = ("none", "causal", "mixed")
+MAX_SEED = 10**18  # --seed, and the seed in a practice id
 MAX_ATTEMPTS = 5000
 # A heads question's draws must pass a single head's tests in every head: with one-hot
 # 3-dimensional tokens one draw in 500 does, so 5,000 draws ran out about once in 20,000
@@ -178,16 +179,30 @@ PROBLEM_ID = re.compile(r"^([EMH])(\d+)(?:v(\d+))?-(\d+)$")
 def parse_problem_id(text: str, options: DrawOptions) -> tuple[int, int, int]:
     match = PROBLEM_ID.match(text.strip())
     if not match:
-        raise SpecError(f"--problem {text!r}: expected an id such as M42-7 or H42v3-7")
+        raise SpecError(f"--problem {_short(text)!r}: expected an id such as M42-7 or H42v3-7")
     letter, seed, version, index = match.groups()
+    text = _short(text)
     if letter != options.difficulty[0].upper():
         raise SpecError(f"--problem {text}: drawn at another difficulty; add --difficulty "
                         f"{next(d for d in PRESETS if d[0].upper() == letter)}")
-    if not 1 <= int(index) <= 2000:
+    if not 1 <= _whole(index) <= 2000:
         raise SpecError(f"--problem {text}: the problem number must be between 1 and 2000")
-    if version is not None and not 1 <= int(version) <= 500:
+    if version is not None and not 1 <= _whole(version) <= 500:
         raise SpecError(f"--problem {text}: the version must be between 1 and 500")
+    if _whole(seed) > MAX_SEED:
+        raise SpecError(f"--problem {text}: the seed must be between 0 and {MAX_SEED}")
     return int(seed), int(version or 1), int(index)
+
+
+def _whole(digits: str) -> int:
+    """Digits as a number; too many to be any id's (Python converts at most 4300) as one
+    past every bound."""
+    return int(digits) if len(digits) <= 30 else 10**30
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= 40 else text[:30] + "…"
 
 
 def difficulty_of(problem: str) -> str | None:

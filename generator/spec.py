@@ -16,7 +16,7 @@ from pathlib import Path
 
 import sympy
 
-from . import kinds, steps
+from . import inputs, kinds, steps
 from .exact import parse_exact, shown
 from .steps import MISTAKES
 from .teacher_text import text_fault
@@ -26,7 +26,7 @@ Matrix = tuple[tuple[sympy.Expr, ...], ...]
 MAX_TOKENS = 12
 MAX_PROBLEMS = 2000
 MAX_DIMENSION = 16
-MAX_FILE_BYTES = 16 * 2**20  # a spec, roster or header file: far above any real one
+MAX_FILE_BYTES = inputs.MAX_BYTES  # a spec, roster or header file: far above any real one
 MASKS = ("none", "causal")
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
 FROM_PROJECTIONS = ("Q", "K", "V")
@@ -105,7 +105,8 @@ def load_spec_file(path: Path) -> list[ProblemSpec]:
 def load_recorded_problem(path: Path, problem_id: str) -> ProblemSpec:
     """One problem of a run's record (its problems.json), exactly as it was set: type,
     matrices, options and number."""
-    document = _parse(json.loads, read_user_file(path, "a problems.json record"), path, "JSON")
+    document = _parse(json.loads, read_user_file(path, "a problems.json record",
+                                                inputs.MAX_RECORD_BYTES), path, "JSON")
     problems = document.get("problems") if isinstance(document, dict) else None
     if not isinstance(problems, list):
         raise SpecError(f"{path}: not a problems.json that gen-problems wrote")
@@ -195,28 +196,15 @@ def _check_question(spec: ProblemSpec, kind, where: str) -> None:
         raise SpecError(f"{where}: {reason}")
 
 
-def read_user_bytes(path: Path, what: str = "the file") -> bytes:
-    """A file the user named, read up to a bound (``/dev/zero`` must not fill the memory)."""
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: a folder, not {what}") from None
-    except OSError as error:
-        raise SpecError(f"{path}: cannot read {what} ({error.strerror or error})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MB; is it {what}?")
-    return data
+def read_user_bytes(path: Path, what: str = "the file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """A file the user named, read up to a bound (``inputs``: a FIFO, /dev/zero or a link
+    that loops is refused in one line)."""
+    return inputs.read_bytes(path, what, limit)
 
 
-def read_user_file(path: Path, what: str = "the file") -> str:
-    """A file the user named, as UTF-8 text; a SpecError naming it when it cannot be read."""
-    try:
-        return read_user_bytes(path, what).decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise SpecError(f"{path}: cannot read {what}: not UTF-8 text (byte {error.start})") from None
+def read_user_file(path: Path, what: str = "the file", limit: int = MAX_FILE_BYTES) -> str:
+    """A file the user named, as UTF-8 text; an ``InputError`` naming it when it cannot be read."""
+    return inputs.read_text(path, what, limit)
 
 
 def parse_toml(text: str, path: Path) -> dict:
@@ -250,7 +238,7 @@ def _quote_hint(text: str, reason: str) -> str:
 
 
 def _read_document(path: Path):
-    text = read_user_file(path)
+    text = read_user_file(path, "a problem spec")
     if path.suffix.lower() == ".toml":
         return parse_toml(text, path)
     if path.suffix.lower() == ".json":
