@@ -234,7 +234,8 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
     forked processes, one a format, for a large set)."""
     questions, keys = question_papers(sets, students), answer_keys(sets)
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
-                     on_done=progress.compiled, warm=warm) if args.pdf else None)
+                     on_done=progress.compiled, warm=warm, templates=args.templates)
+            if args.pdf else None)
     rendering = Rendering(sets, questions, keys, info, args.templates,
                           pdfs.stream if pdfs else None, folder.workspace("documents"),
                           versions_of(sets))
@@ -292,6 +293,10 @@ def finished_pdfs(pdfs: PdfBuild, folder: OutputFolder) -> tuple[dict, list[str]
         kept = folder.keep_tex_failure(error.folder)
         raise OutputError(f"{error.engine} failed on {error.document}: {first_line(error.excerpt)} "
                           f"(its .tex and .log are kept in {kept}/)") from None
+    except OSError as error:  # TeX's disk is full (texrun), or a paper's: nothing to keep
+        raise OutputError(f"cannot write the new set to {folder.path}/ ("
+                          f"{describe(error, folder.path)}); the earlier files are as they "
+                          f"were") from None
 
 
 def held_for_terminal(args, documents: dict) -> list:

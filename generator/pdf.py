@@ -25,8 +25,9 @@ from pathlib import Path
 
 from .paper import Paper
 from .pdfcut import cut_papers
-from .texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, ended, read_compiled, run_tex, started,
-                     stop_all, tex_command, tex_environment)
+from .texconfine import lualatex_environment
+from .texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, ended, raise_if_disk_full,
+                     read_compiled, run_tex, started, stop_all, tex_command, tex_environment)
 from .texformat import BEGIN_DOCUMENT, format_for, last_used, remember
 from .typesetting import FONT_PACKAGES, engine_of, missing_characters
 
@@ -50,13 +51,17 @@ class PdfBuild:
     (``add``), while Python goes on with the other formats; at most as many at once as
     there are cores.  With a versioned run's question papers, questions.pdf is cut into
     one PDF per paper (papers/) and answers.pdf into one per version (keys/) as soon as
-    each is compiled.  ``result`` waits for them all."""
+    each is compiled.  ``result`` waits for them all.  ``templates``: the teacher's
+    template folder the documents come from (None: the built-in templates), whose
+    LuaLaTeX documents have a font cache of their own (``texconfine``)."""
 
     def __init__(self, folder: Path, questions: list[Paper] | None = None, keys: int = 0,
-                 on_done=lambda name: None, warm: "WarmTex | None" = None):
+                 on_done=lambda name: None, warm: "WarmTex | None" = None,
+                 templates: Path | None = None):
         require_tex()
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.questions, self.keys, self.on_done = folder, questions, keys, on_done
+        self.templates = templates
         self.warm = warm or WarmTex(folder, ())
         self.runs = ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0))))
         self.started: dict[str, Future] = {}
@@ -107,7 +112,10 @@ class PdfBuild:
         return pdfs, notes
 
     def _compile(self, name: str, engine: str):
-        preamble = _preamble(self.folder / name) if engine == "pdflatex" else None
+        if engine == "lualatex":
+            environment = tex_environment(lualatex_environment(self.templates, self.folder))
+            return self.finished(name, run_tex(engine, self.folder, name, None, environment))
+        preamble = _preamble(self.folder / name)
         fmt = format_for(preamble, tex_environment()) if preamble else None
         return self.finished(name, run_tex(engine, self.folder, name, fmt))
 
@@ -248,6 +256,7 @@ class TexStream:
         else:
             tex.write_text(self.source, encoding="utf-8")
         if code != 0 or not tex.with_suffix(".pdf").exists():
+            raise_if_disk_full(tex)  # (then the format is not to blame)
             if fmt is not None:  # a format that fails is never used again
                 fmt.unlink(missing_ok=True)
             document = run_tex("pdflatex", folder, self.name)  # again from the file: a failure

@@ -1,15 +1,18 @@
 """Stage 4 helper: one TeX run, and what it left.
 
-TeX runs non-interactive, with shell escape off and paranoid file access (it reads
-and writes only in its own folder), with a fixed date so the same source gives the
-same PDF bytes, and a time limit.  A failure raises ``TexError`` with the log's
-lines that say what went wrong.  Every TeX process of the run is known, so a
-failure or an interrupt elsewhere stops them all at once.
+TeX runs non-interactive, confined to its own folder (``texconfine``: shell escape
+off, paranoid file access, and LuaLaTeX's Lua confined too), with a fixed date so the
+same source gives the same PDF bytes, and a time limit.  A failure raises ``TexError``
+with the log's lines that say what went wrong, or, when TeX could not write for want of
+space, ``OSError`` (ENOSPC): the disk is full, and nothing in the document is wrong.
+Every TeX process of the run is known, so a failure or an interrupt elsewhere stops
+them all at once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -18,14 +21,20 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from .texconfine import engine_options
+
 TEX_TIMEOUT_SECONDS = 300
-# Paranoid file access: TeX may read and write only in its own folder.
-TEX_ENVIRONMENT = {"openin_any": "p", "openout_any": "p", "shell_escape": "f"}
+# Paranoid file access: TeX may read and write only in its own folder (and TEXMFOUTPUT,
+# which is therefore emptied).
+TEX_ENVIRONMENT = {"openin_any": "p", "openout_any": "p", "shell_escape": "f", "TEXMFOUTPUT": ""}
 # A fixed timestamp (unless the caller sets one) makes the same seed give the same PDF bytes.
 REPRODUCIBLE_DATE = "1767225600"  # 2026-01-01
 
 
 FILE_LINE_ERROR = re.compile(r"^\S+\.tex:\d+: ")
+# What pdfTeX and LuaTeX log when a write fails, as it does on a full disk.
+NO_SPACE = re.compile(r"fwrite\(\) failed|fflush\(\) failed|No space left on device|"
+                      r"Disk quota exceeded")
 
 
 class TexError(Exception):
@@ -49,39 +58,55 @@ class Compiled:
         return self.kept if self.kept is not None else self.path.read_bytes()
 
 
-def tex_environment() -> dict[str, str]:
-    return {"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ, **TEX_ENVIRONMENT}
+def tex_environment(engine_settings: dict[str, str] | None = None) -> dict[str, str]:
+    """TeX's environment, with an engine's own settings (LuaLaTeX's font cache)."""
+    return {"SOURCE_DATE_EPOCH": REPRODUCIBLE_DATE, **os.environ, **TEX_ENVIRONMENT,
+            **(engine_settings or {})}
 
 
-def run_tex(engine: str, folder: Path, name: str, fmt: Path | None = None) -> Compiled:
+def run_tex(engine: str, folder: Path, name: str, fmt: Path | None = None,
+            environment: dict[str, str] | None = None) -> Compiled:
     """One TeX run on ``folder/name``, from the cached format when there is one.  A run
     that fails with a format is tried once more without it, so a format can only ever
     cost time, and the format is dropped."""
     if fmt is not None:
         try:
-            return _run_once(engine, folder, name, fmt)
+            return _run_once(engine, folder, name, fmt, environment)
         except TexError:
             fmt.unlink(missing_ok=True)
-    return _run_once(engine, folder, name, None)
+    return _run_once(engine, folder, name, None, environment)
 
 
-def _run_once(engine: str, folder: Path, name: str, fmt: Path | None) -> Compiled:
+def _run_once(engine: str, folder: Path, name: str, fmt: Path | None,
+              environment: dict[str, str] | None) -> Compiled:
     tex = folder / name
     tex.with_suffix(".pdf").unlink(missing_ok=True)
-    with running(tex_command(engine, name, fmt), folder) as process:
+    with running(tex_command(engine, name, fmt), folder, environment) as process:
         try:
             code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             raise TexError(name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder, engine) from None
     if code != 0 or not tex.with_suffix(".pdf").exists():
+        raise_if_disk_full(tex)
         raise TexError(name, log_errors(tex.with_suffix(".log")), folder, engine)
     return read_compiled(tex)
 
 
+def raise_if_disk_full(tex: Path) -> None:
+    """After TeX failed on ``tex``: OSError (ENOSPC) when its log says it could not write."""
+    try:
+        log = tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    if NO_SPACE.search(log):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tex.with_suffix(".pdf")))
+
+
 def tex_command(engine: str, name: str, fmt: Path | None, streamed: bool = False) -> list[str]:
     # A pipe can be read once: TeX must not read its first line to look for a %&format line.
-    return [shutil.which(engine), "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
-            "-file-line-error", *(["-no-parse-first-line"] if streamed else []),
+    return [shutil.which(engine), *engine_options(engine), "-interaction=nonstopmode",
+            "-halt-on-error", "-no-shell-escape", "-file-line-error",
+            *(["-no-parse-first-line"] if streamed else []),
             *([f"-fmt={fmt.with_suffix('')}"] if fmt else []), name]
 
 
@@ -90,18 +115,20 @@ RUNNING_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def running(command: list[str], folder: Path):
-    process = started(command, folder)
+def running(command: list[str], folder: Path, environment: dict[str, str] | None = None):
+    process = started(command, folder, environment=environment)
     try:
         yield process
     finally:
         ended(process)
 
 
-def started(command: list[str], folder: Path, fed: bool = False) -> subprocess.Popen:
+def started(command: list[str], folder: Path, fed: bool = False,
+            environment: dict[str, str] | None = None) -> subprocess.Popen:
     """A TeX process, known to ``stop_all`` until it has ``ended``; ``fed``: its standard
     input is a pipe, ``process.stdin``."""
-    process = subprocess.Popen(command, cwd=folder, env=tex_environment(), bufsize=1 << 16,
+    process = subprocess.Popen(command, cwd=folder, env=environment or tex_environment(),
+                               bufsize=1 << 16,
                                stdin=subprocess.PIPE if fed else subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with RUNNING_LOCK:
