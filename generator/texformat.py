@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .private import private_cache
+from .texjail import jailed
 
 BEGIN_DOCUMENT = "\\begin{document}"
 # mylatexformat would load some thirty fonts into the format before the document does,
@@ -115,8 +116,9 @@ def build(folder: Path, key: str, preamble: str, environment: dict[str, str]) ->
             Path(scratch, "preamble.tex").write_text(
                 NO_FONT_PRELOADING + preamble + BEGIN_DOCUMENT + "\n", encoding="utf-8")
             done = subprocess.run(
-                [pdftex, "-ini", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={key}",
-                 "&pdflatex", "mylatexformat.ltx", "preamble.tex"],
+                jailed([pdftex, "-ini", "-interaction=nonstopmode", "-halt-on-error",
+                        f"-jobname={key}", "&pdflatex", "mylatexformat.ltx", "preamble.tex"],
+                       scratch),
                 cwd=scratch, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, env=environment, timeout=BUILD_TIMEOUT_SECONDS)
             dumped = Path(scratch, f"{key}.fmt")

@@ -1,7 +1,8 @@
 """Stage 4 helper: one TeX run, and what it left.
 
 TeX runs non-interactive, confined to its own folder (``texconfine``: shell escape
-off, paranoid file access, and LuaLaTeX's Lua confined too), with a fixed date so the
+off, paranoid file access, and LuaLaTeX's Lua confined too; ``texjail``: the kernel
+lets it read only TeX's trees, the fonts and its folder, and write only there), with a fixed date so the
 same source gives the same PDF bytes, and a time limit.  A failure raises ``TexError``
 with the log's lines that say what went wrong, or, when TeX could not write for want of
 space, ``OSError`` (ENOSPC): the disk is full, and nothing in the document is wrong.
@@ -21,7 +22,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .texconfine import engine_options
+from .private import cache_home
+from .texconfine import CONFINE_LUA, engine_options
+from .texjail import jailed
 
 TEX_TIMEOUT_SECONDS = 300
 # Paranoid file access: TeX may read and write only in its own folder (and TEXMFOUTPUT,
@@ -127,13 +130,23 @@ def started(command: list[str], folder: Path, fed: bool = False,
             environment: dict[str, str] | None = None) -> subprocess.Popen:
     """A TeX process, known to ``stop_all`` until it has ``ended``; ``fed``: its standard
     input is a pipe, ``process.stdin``."""
-    process = subprocess.Popen(command, cwd=folder, env=environment or tex_environment(),
-                               bufsize=1 << 16,
+    environment = environment or tex_environment()
+    process = subprocess.Popen(confined(command, folder, environment), cwd=folder,
+                               env=environment, bufsize=1 << 16,
                                stdin=subprocess.PIPE if fed else subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with RUNNING_LOCK:
         RUNNING.add(process)
     return process
+
+
+def confined(command: list[str], folder: Path, environment: dict[str, str]) -> list[str]:
+    """A TeX command run under the kernel's confinement (``texjail``): it reads TeX's trees,
+    its folder and this user's caches (formats, LuaLaTeX's font cache and key), and writes
+    only in its folder and LuaLaTeX's font cache."""
+    cache = environment.get("TEXMFCACHE")
+    return jailed(command, str(folder), readable=(str(cache_home() / "gen-problems"), str(CONFINE_LUA)),
+                  writable=(cache,) if cache else ())
 
 
 def ended(process: subprocess.Popen) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pikepdf
 import pytest
 
+from generator import texjail
 from generator.texconfine import font_key, templates_digest
 from generator.texrun import raise_if_disk_full
 
@@ -332,10 +333,10 @@ def test_tex_in_a_template_on_pdflatex_reads_and_writes_nothing_outside(scene, t
     assert "GOT:" not in (pdf_text(out / "questions.pdf") if done.returncode == 0 else "")
 
 
-@pytest.mark.xfail(strict=True, reason="pdfTeX's \\pdfobj file reads any file by absolute name "
-                   "whatever openin_any says, and pdfTeX has no hook to refuse it (LuaTeX's "
-                   "does: read_data_file); only confining the process itself would")
+@pytest.mark.skipif(not texjail.available(), reason="this kernel has no Landlock")
 def test_pdflatex_embeds_no_file_from_outside(scene):
+    """pdfTeX's \\pdfobj file reads any file by absolute name whatever openin_any says, and
+    pdfTeX has no hook to refuse it; the kernel does (``texjail``)."""
     out = scene.root / "out-object-pdflatex"
     assert_harmless(scene, scene.run("object", out=out), out)
 
@@ -381,3 +382,29 @@ def test_a_disk_that_fills_while_tex_writes_is_one_line_and_the_earlier_set_stay
         assert not (out / ".gen-problems" / "tex-failure").exists()
     finally:
         subprocess.run(["umount", str(small)])
+
+
+# -- the kernel's confinement, on its own ---------------------------------------------------------
+
+@pytest.mark.skipif(not texjail.available(), reason="this kernel has no Landlock")
+def test_a_jailed_program_reads_and_writes_only_where_it_is_allowed(tmp_path):
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    outside.mkdir()
+    (outside / "secret").write_text("secret\n")
+    (work / "mine").write_text("mine\n")
+    script = ("import sys\n"
+              "print(open('mine').read().strip())\n"
+              "open('made', 'w').write('x')\n"
+              "for attempt in (lambda: open(sys.argv[1]).read(), lambda: open(sys.argv[2], 'w'),\n"
+              "                lambda: open('/etc/hostname').read()):\n"
+              "    try:\n"
+              "        attempt()\n"
+              "        print('allowed')\n"
+              "    except PermissionError:\n"
+              "        print('refused')\n")
+    command = texjail.jailed([sys.executable, "-S", "-I", "-c", script, str(outside / "secret"),
+                              str(outside / "new")], str(work))
+    done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["mine", "refused", "refused", "refused"], done.stderr
+    assert (work / "made").exists() and not (outside / "new").exists()
