@@ -91,3 +91,15 @@ def huge_spec(tmp_path) -> Path:
 
 def torch_or_skip():
     return pytest.importorskip("torch", reason="torch 2.13.0 CPU is the optional 'verify' extra")
+
+
+def unmount(folder: Path) -> None:
+    """Unmount a test's small disk.  A TeX process the run killed as it stopped may still be
+    dying, holding the disk busy for a moment: wait for it, then detach the disk anyway."""
+    import subprocess
+    import time
+    for _ in range(50):
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode == 0:
+            return
+        time.sleep(0.1)
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import folder_files
+from conftest import folder_files, unmount
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD_SPEC = textwrap.dedent('''\
@@ -239,7 +239,7 @@ def test_a_full_disk_gives_one_line_and_leaves_the_earlier_set(tmp_path):
         assert the_set(out) == before
         assert no_leftovers(out)
     finally:
-        subprocess.run(["umount", str(small)])
+        unmount(small)
 
 
 def test_no_temporary_file_is_left_in_the_temp_folder(tmp_path):

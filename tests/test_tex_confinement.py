@@ -23,6 +23,7 @@ from pathlib import Path
 import pikepdf
 import pytest
 
+from conftest import unmount
 from generator import texjail
 from generator.texconfine import font_key, templates_digest
 from generator.texrun import raise_if_disk_full
@@ -381,7 +382,7 @@ def test_a_disk_that_fills_while_tex_writes_is_one_line_and_the_earlier_set_stay
         assert {path.name: path.read_bytes() for path in out.iterdir() if path.is_file()} == before
         assert not (out / ".gen-problems" / "tex-failure").exists()
     finally:
-        subprocess.run(["umount", str(small)])
+        unmount(small)
 
 
 # -- the kernel's confinement, on its own ---------------------------------------------------------
