@@ -260,7 +260,8 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
                 child.stop()
         if pdfs:
             pdfs.abort()
-        if isinstance(error, OSError):  # the documents are written as they are rendered
+        if isinstance(error, OSError) and not isinstance(error, jinja2.TemplateNotFound):
+            # the documents are written as they are rendered
             raise OutputError(f"cannot write the new set to {folder.path}/ ("
                               f"{describe(error, folder.path)}); the earlier files are as they "
                               f"were") from None

@@ -201,13 +201,15 @@ class OutputFolder:
         """Under the lock: undo a set a killed run left half in place; sweep what dead runs left."""
         journal = self.state / JOURNAL
         if os.path.lexists(journal):
-            _roll_back(self.path, self.state / BACKUP, _read_journal(journal, self.path))
+            _roll_back(self.path, self.state / BACKUP,
+                       _read_journal(journal, self.path, self.state / BACKUP))
             journal.unlink()
         for leftover in self.state.iterdir():
             if leftover.name == BACKUP or leftover.name.endswith(".tmp"):
                 _remove(leftover)
-            elif leftover.name.startswith(WORK_PREFIX) and not _is_held(leftover / LOCK):
-                _remove(leftover)
+            elif leftover.name.startswith(WORK_PREFIX) and (leftover.is_symlink()  # not a run's
+                                                            or not _is_held(leftover / LOCK)):
+                _remove(leftover)  # a link goes, never what it leads to
 
 
 class _Plan:
@@ -310,9 +312,10 @@ def _is_placed(path: Path, identity) -> bool:
         return False
 
 
-def _read_journal(journal: Path, root: Path) -> dict:
+def _read_journal(journal: Path, root: Path, backup: Path) -> dict:
     """A journal this tool wrote, checked: every file it names lies inside the folder and is
-    reached through no link; otherwise nothing is changed and the run stops."""
+    reached through no link, there and in the backup; otherwise nothing is changed and the
+    run stops."""
     try:
         changes = json.loads(_read_state_file(journal))
         names = [*changes["created"], *changes["replaced"], *changes["placed"]]
@@ -322,7 +325,8 @@ def _read_journal(journal: Path, root: Path) -> dict:
                   and all(isinstance(v, list) and len(v) == 2 for v in changes["placed"].values()))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         shaped = False
-    if not shaped or any(_link_on_the_way(root, name) for name in names):
+    if not shaped or backup.is_symlink() or any(
+            _link_on_the_way(root, name) or _link_on_the_way(backup, name) for name in names):
         raise OutputRefused(f"{journal} is not a journal gen-problems wrote for {root}/ (a folder "
                             f"from elsewhere?): nothing was changed; delete it to go on")
     return changes

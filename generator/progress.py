@@ -3,17 +3,25 @@ left, or, when stderr is a pipe or a log, a plain line now and then.
 
 On a terminal the bar (tqdm's) appears once a run has taken a second; elsewhere a line such
 as ``gen-problems: writing, 40% done after 20 s`` comes every ``LOG_EVERY`` seconds, so a
-scheduler's log of a large set shows it is moving, and short runs and tests print nothing.  A run's work is counted in problems: each is
-solved, then written in each format; TeX's documents count as the problems they hold.
+scheduler's log of a large set shows it is moving (a thread says it, so a long stretch
+of writing one document, which counts nothing, is not silent), and short runs print
+nothing.  A run's work is counted in problems: each is solved, then written in each
+format; TeX's documents count as the problems they hold.
 The estimate of the time left is tqdm's, from the rate so far.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
 
 LOG_EVERY = 10.0  # seconds between the plain lines of a run whose stderr is not a terminal
+# Held while a line is said: a process forked meanwhile would inherit stderr's lock held.
+SAYING = threading.Lock()
+os.register_at_fork(before=SAYING.acquire, after_in_parent=SAYING.release,
+                    after_in_child=SAYING.release)
 
 
 class RunProgress:
@@ -22,9 +30,13 @@ class RunProgress:
         self.total = problems * (1 + formats + (2 if pdf else 0))
         self.done = 0
         self.stage_name = "solving"
-        self.started = self.said = time.monotonic()
-        self.bar = None
-        if sys.stderr.isatty():
+        self.started = time.monotonic()
+        self.bar = self.beat = None
+        self.ended = threading.Event()
+        if not sys.stderr.isatty():
+            self.beat = threading.Thread(target=self._say_now_and_then, name="progress", daemon=True)
+            self.beat.start()
+        else:
             from tqdm import tqdm  # imported only for a terminal: it is a tenth of a short run
             self.bar = tqdm(total=self.total, desc="solving",
                             unit="step", leave=False, delay=1.0, file=sys.stderr,
@@ -34,6 +46,9 @@ class RunProgress:
         return self
 
     def __exit__(self, *exception) -> None:
+        self.ended.set()
+        if self.beat is not None:
+            self.beat.join()
         if self.bar is not None:
             self.bar.close()
 
@@ -57,7 +72,10 @@ class RunProgress:
         self.done += steps
         if self.bar is not None:
             self.bar.update(steps)
-        elif (now := time.monotonic()) - self.said >= LOG_EVERY:
-            self.said = now
-            print(f"gen-problems: {self.stage_name}, {100 * self.done // max(self.total, 1)}% done "
-                  f"after {now - self.started:.0f} s", file=sys.stderr, flush=True)
+
+    def _say_now_and_then(self) -> None:
+        while not self.ended.wait(LOG_EVERY):
+            with SAYING:
+                print(f"gen-problems: {self.stage_name}, {100 * self.done // max(self.total, 1)}% "
+                      f"done after {time.monotonic() - self.started:.0f} s", file=sys.stderr,
+                      flush=True)

@@ -1,8 +1,8 @@
 """Template files read safely: a teacher's ``--templates`` folder, then the built-in one.
 
 A teacher's folder is looked over before anything is solved (``teacher_templates``):
-a link that loops, a FIFO or a device in it, or a file far larger than any template,
-is refused in one line naming it (``inputs.InputError``).  Each template is then read
+a link that loops or leads out of the folder, a FIFO or a device in it, or a file far
+larger than any template, is refused in one line naming it (``inputs.InputError``).  Each template is then read
 by ``CheckedLoader``, Jinja's ``FileSystemLoader`` reading through ``inputs``: a
 template that is not UTF-8 text is refused in one line naming it, not a traceback.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 from jinja2.loaders import split_template_path
 
-from .inputs import MAX_TEMPLATE_BYTES, check_folder, checked_files, read_text
+from .inputs import MAX_TEMPLATE_BYTES, InputError, check_folder, checked_files, read_text
 
 WHAT = "a template"
 
@@ -24,7 +24,18 @@ WHAT = "a template"
 def teacher_templates(folder: Path) -> list[Path]:
     """The files of a teacher's template folder, each checked (see the module's docstring)."""
     check_folder(folder, "--templates")
-    return checked_files(folder, WHAT, MAX_TEMPLATE_BYTES)
+    files = checked_files(folder, WHAT, MAX_TEMPLATE_BYTES)
+    for path in files:
+        refuse_outside(path, folder)
+    return files
+
+
+def refuse_outside(path: Path, folder: Path) -> None:
+    """A template that is a link to a file outside its folder would print that file (your
+    exam key, /etc/passwd) into the papers: refused."""
+    if not Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder)):
+        raise InputError(f"{path}: a link to {os.path.realpath(path)}, outside the template "
+                         f"folder {folder}: copy the file in instead")
 
 
 class CheckedLoader(jinja2.FileSystemLoader):
@@ -39,6 +50,7 @@ class CheckedLoader(jinja2.FileSystemLoader):
                 break
         else:
             return super().get_source(environment, template)  # says it is not found
+        refuse_outside(Path(filename), Path(folder))
         contents = read_text(Path(filename), WHAT, MAX_TEMPLATE_BYTES, encoding=self.encoding)
         mtime = os.path.getmtime(filename)
 

@@ -156,3 +156,34 @@ def test_state_files_that_are_links_are_not_followed(run_cli, elsewhere, out):
     code, _, err = run_cli("--count", 1, "--out", out)
     one_line(code, err, "is a link")
     assert folder_files(elsewhere) == before
+
+
+def test_a_backup_folder_that_is_a_link_brings_nothing_in(tmp_path, run_cli, elsewhere, out):
+    """A journal naming a file to restore from a backup/ that leads elsewhere: refused, and
+    the file elsewhere stays where it is."""
+    (out / ".gen-problems" / "backup").symlink_to(elsewhere)
+    forged_journal(out, replaced=["x"], placed={})
+    before, earlier = folder_files(elsewhere), folder_files(out)
+    code, _, err = run_cli("--count", 1, "--out", out)
+    one_line(code, err, "is not a journal gen-problems wrote")
+    assert folder_files(elsewhere) == before and folder_files(out) == earlier
+
+
+def test_a_backup_reached_through_a_link_brings_nothing_in(tmp_path, run_cli, elsewhere, out):
+    (out / ".gen-problems" / "backup").mkdir()
+    (out / ".gen-problems" / "backup" / "sub").symlink_to(elsewhere)
+    forged_journal(out, replaced=["sub/x"], placed={})
+    before = folder_files(elsewhere)
+    code, _, err = run_cli("--count", 1, "--out", out)
+    one_line(code, err, "is not a journal gen-problems wrote")
+    assert folder_files(elsewhere) == before and not (out / "sub").exists()
+
+
+def test_a_work_folder_that_is_a_link_is_removed_as_a_link(run_cli, elsewhere, out):
+    (out / ".gen-problems" / "work-x").symlink_to(elsewhere)
+    (elsewhere / "lock").unlink()
+    before = folder_files(elsewhere)
+    code, _, err = run_cli("--count", 1, "--out", out)
+    assert code == 0, err
+    assert folder_files(elsewhere) == before and not (elsewhere / "lock").exists()
+    assert not os.path.lexists(out / ".gen-problems" / "work-x")

@@ -173,3 +173,36 @@ for template in render.BUILTIN_TEMPLATES.rglob("*.j2"):
                              str(tmp_path / "o")], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "{key}"])
+def test_a_template_that_links_outside_its_folder_is_refused(tmp_path, run_cli, monkeypatch, target):
+    """A colleague's folder with notes/softmax.md.j2 -> /etc/passwd, or -> your exam key,
+    would print it into the papers."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert run_cli("--count", 1, "--out", tmp_path / "o")[0] == 0
+    key = tmp_path / "config" / "gen-problems" / "exam.key"
+    notes = tmp_path / "mine" / "markdown" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "softmax.md.j2").symlink_to(target.format(key=key))
+    before = (tmp_path / "o" / "answers.md").read_bytes()
+    code, _, err = run_cli("--count", 1, "--out", tmp_path / "o", "--templates", tmp_path / "mine")
+    assert code == 2 and err.count("\n") == 1 and "outside the template folder" in err, err
+    assert (tmp_path / "o" / "answers.md").read_bytes() == before
+
+
+def test_a_link_inside_the_template_folder_is_fine(tmp_path, run_cli):
+    mine = tmp_path / "mine" / "markdown"
+    mine.mkdir(parents=True)
+    (mine / "mine.md.j2").write_text((render.BUILTIN_TEMPLATES / "markdown" / "preamble.md.j2")
+                                     .read_text())
+    (mine / "preamble.md.j2").symlink_to(mine / "mine.md.j2")
+    assert run_cli("--count", 1, "--out", tmp_path / "o", "--templates", tmp_path / "mine")[0] == 0
+
+
+def test_an_include_that_climbs_out_is_a_template_error(tmp_path, run_cli):
+    mine = tmp_path / "mine" / "markdown"
+    mine.mkdir(parents=True)
+    (mine / "preamble.md.j2").write_text('{% include "markdown/../../../../etc/passwd" %}\n')
+    code, _, err = run_cli("--count", 1, "--out", tmp_path / "o", "--templates", tmp_path / "mine")
+    assert code == 2 and err.count("\n") == 1 and "template" in err, err
