@@ -196,6 +196,7 @@ ATTENTION = (
     r"\operatorname{softmax}\!\left(QK^{\top}/\sqrt{d_k}{{ m }}\right) V$"
     r"{% elif spec.unscaled %}The scores are not scaled: compute $\operatorname{Attention}(Q, K, V) = "
     r"\operatorname{softmax}\!\left(QK^{\top}{{ m }}\right) V$ on the raw dot products"
-    r"{% else %}The scores are scaled by ${{ spec.scale | tex }}$ instead of $1/\sqrt{d_k}$: compute "
+    r"{% else %}The scores are scaled by ${{ spec.scale | tex }}${% if spec.scale_is_usual %}, which is "
+    r"$1/\sqrt{d_k}$ here{% else %} instead of $1/\sqrt{d_k}${% endif %}: compute "
     r"$\operatorname{softmax}\!\left({{ spec.scale | tex }}\, QK^{\top}{{ m }}\right) V${% endif %}, "
     r"showing every intermediate matrix.")

@@ -67,8 +67,19 @@ class ProblemSpec:
         return self.scale is not None and self.scale == 1
 
     @property
+    def scale_is_usual(self) -> bool:
+        """A scale set in the spec that is 1/sqrt(d_k) all the same (1/2 with d_k = 4)."""
+        return self.scale is not None and self.scale**2 * self.d_k == 1
+
+    @property
     def from_embeddings(self) -> bool:
         return "X" in self.matrices
+
+    @property
+    def cross(self) -> bool:
+        """Cross-attention: queries from one sequence, keys and values from another (Q, K
+        and V given, with more or fewer queries than keys)."""
+        return not self.from_embeddings and self.n_queries != self.n_keys
 
     @property
     def n_queries(self) -> int:

@@ -11,7 +11,7 @@ import sympy
 
 from ..crosscheck import attention_steps
 from ..engine import solve
-from ..questions import (SETUP, Part, Question, answer_with_slips, given_steps, lettered,
+from ..questions import (SETUP, TIE, Part, Question, answer_with_slips, given_steps, lettered,
                          shuffled_item, step_parts)
 from ..steps import PIPELINE, symbol
 from . import GIVEN, SHOWN, QuestionType, register
@@ -72,14 +72,21 @@ IGNORED = (
 
 
 def ignored_key(spec, solution):
-    """The key with the least attention (its column of A), when its row of dV is indeed the
-    smallest and that key gets well under an even share."""
+    """The key with the least attention (its column of A), when it alone has the least, its
+    row of dV is indeed the smallest (alone, and not 0: a key that no query sees under a mask
+    gets exactly none) and that key gets well under an even share."""
     weights, dv = solution.step("weights").numeric, solution.step("dV").numeric
     attention, sizes = weights.sum(axis=0), np.abs(dv).sum(axis=1)
     key = int(np.argmin(attention))
-    if len(sizes) < 2 or int(np.argmin(sizes)) != key or attention[key] > 0.5 * attention.mean():
+    if (len(sizes) < 2 or not _least_alone(attention, key) or not _least_alone(sizes, key)
+            or sizes[key] < TIE or attention[key] > 0.5 * attention.mean()):
         return None
     return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, attention[key])
+
+
+def _least_alone(values: np.ndarray, index: int) -> bool:
+    """Whether ``values[index]`` is the smallest, with no other as small."""
+    return int(np.sum(values < values[index] + TIE)) == 1 and values[index] == values.min()
 
 
 def why_scale(spec, solution):
@@ -128,7 +135,8 @@ register(QuestionType(
      r"gradient at a time, in order."),
     choice="{{ choice }}",
     keys={"why-scale": answer_with_slips(), "ignored-key": answer_with_slips()},
-    prompts={"why-scale": "Token {{ part.answer[0] + 1 }}'s largest weight is "
+    prompts={"why-scale": "{{ 'Query' if spec.cross else 'Token' }} {{ part.answer[0] + 1 }}'s "
+                          "largest weight is "
                           "${{ '%.4f' | format(part.answer[1]) }}$; without the scaling by "
                           "$1/\\sqrt{d_k}$ it would be ${{ '%.4f' | format(part.answer[2]) }}$, "
                           "and its row of $\\mathrm{d}\\tilde{S}$ would "

@@ -17,18 +17,22 @@ from . import GIVEN, QuestionType, register
 from .row import draw_row, read_row
 
 # One choice of an item, written by its topic (``choice`` and ``item`` are at hand).
-CHOICE = (r"{% if item.topic == 'top-attention' %}token {{ choice[0] + 1 }}, weight "
+CHOICE = (r"{% if item.topic == 'top-attention' %}{{ 'key' if spec.cross else 'token' }} "
+          r"{{ choice[0] + 1 }}, weight "
           r"${{ choice[1] | num }}${% elif item.topic == 'row-sum' %}{% if choice == 'depends' %}"
           r"it depends on the scores{% else %}${{ choice }}${% endif %}"
           r"{% elif item.topic == 'output-shape' %}${{ choice[0] }} \times {{ choice[1] }}$"
           r"{% else %}${{ choice | num }}${% endif %}")
 ITEM = "{% set item = part.item %}"
 QUESTIONS = {
-    "top-attention": "Which token does token {{ spec.row + 1 }} attend to most, and with what weight?",
+    "top-attention": "{% if spec.cross %}Which key does query{% else %}Which token does token{% endif %} "
+                     "{{ spec.row + 1 }} attend to most, and with what weight?",
     "row-sum": "What does every row of $A$ sum to?",
     "output-shape": "What is the shape of the output $O = AV$?",
-    "no-scaling": r"Had the scores not been divided by $\sqrt{d_k}$, what would token "
-                  r"{{ spec.row + 1 }}'s largest attention weight be?",
+    "no-scaling": r"Had the scores not been {% if spec.scale is none %}divided by $\sqrt{d_k}$"
+                  r"{% else %}scaled by ${{ spec.scale | tex }}${% endif %}, what would "
+                  r"{{ 'query' if spec.cross else 'token' }} {{ spec.row + 1 }}'s largest attention "
+                  r"weight be?",
 }
 WHY = {
     "top-attention": "Read row {{ spec.row + 1 }} of $A$: its largest entry is in column "
@@ -39,9 +43,15 @@ WHY = {
                     r"{{ spec.n_queries }} \times {{ spec.n_keys }}$ matrix by "
                     r"{{ spec.n_keys | article }} ${{ spec.n_keys }} \times {{ spec.d_v }}$ one: "
                     r"one row per query token, $d_v$ columns.",
-    "no-scaling": r"Softmax of row {{ spec.row + 1 }} of $S$ itself, not of $S/\sqrt{d_k}$: unscaled "
-                  r"scores are $\sqrt{d_k}$ times further apart, so the largest weight grows and the "
-                  r"distribution sharpens.",
+    # The scale is 1/sqrt(d_k) (d_k > 1) or c: below 1, the raw scores are further apart.
+    "no-scaling": r"Softmax of row {{ spec.row + 1 }} of $S$ itself, not of {% if spec.scale is none %}"
+                  r"$S/\sqrt{d_k}$: unscaled scores are $\sqrt{d_k}$ times further apart, so the "
+                  r"largest weight grows and the distribution sharpens{% elif spec.scale < 1 %}"
+                  r"${{ spec.scale | tex }}\, S$: unscaled scores are ${{ (1 / spec.scale) | tex }}$ "
+                  r"times further apart, so the largest weight grows and the distribution sharpens"
+                  r"{% else %}${{ spec.scale | tex }}\, S$: unscaled scores are ${{ spec.scale | tex }}$ "
+                  r"times closer together, so the largest weight shrinks and the distribution "
+                  r"flattens{% endif %}.",
 }
 ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }}) "
           + CHOICE + ".** {WHY} Where the others come from:{% for letter, slip in "
@@ -54,10 +64,15 @@ def concept_question(spec) -> Question:
     shuffle = np.random.default_rng(zlib.crc32(spec.id.encode()))
     items = tuple(_shuffled(item, shuffle) for item in (
         _top_attention(solution, unscaled, spec.row), _row_sum(spec), _output_shape(spec),
-        *(() if spec.unscaled else (_no_scaling(solution, unscaled, spec),))))
+        *(() if _scaling_is_one(spec) else (_no_scaling(solution, unscaled, spec),))))
     given = (solution.step("scores"), solution.step("weights"))
     parts = lettered([Part(f"concept-{item.topic}", 1, item=item) for item in items])
     return Question("concept", spec, solution, given, parts)
+
+
+def _scaling_is_one(spec) -> bool:
+    """Scale 1, or 1/sqrt(d_k) with d_k = 1: no weight would change without the scaling."""
+    return spec.unscaled or (spec.scale is None and spec.d_k == 1)
 
 
 def _top_attention(solution, unscaled, token: int) -> ConceptItem:
@@ -141,7 +156,9 @@ def _check(spec) -> str | None:
 
 register(QuestionType(
     "concept", concept_question, "Checkpoint",
-    (r"A self-attention layer with {{ spec.n_queries }} tokens, $d_k = {{ spec.d_k }}$ and "
+    (r"A {% if spec.cross %}cross-attention layer with {{ spec.n_queries }} "
+     r"quer{{ 'y' if spec.n_queries == 1 else 'ies' }} and {{ spec.n_keys }} keys{% else %}"
+     r"self-attention layer with {{ spec.n_queries }} tokens{% endif %}, $d_k = {{ spec.d_k }}$ and "
      r"$d_v = {{ spec.d_v }}$ produced these raw scores $S = QK^{\top}$ and attention weights "
      r"$A = \operatorname{softmax}({% if spec.unscaled %}S{% elif spec.scale is none %}S/\sqrt{d_k}"
      r"{% else %}{{ spec.scale | tex }}\, S{% endif %})$ (row by row). Choose one answer in each part.",

@@ -21,5 +21,6 @@ def full_question(spec) -> Question:
 
 
 register(QuestionType(
-    "full", full_question, "Self-attention, step by step", (SETUP, GIVEN, ATTENTION),
+    "full", full_question, "{{ 'Cross' if spec.cross else 'Self' }}-attention, step by step",
+    (SETUP, GIVEN, ATTENTION),
     prompts=PROMPTS))

@@ -14,5 +14,6 @@ def _masked_only(spec) -> str | None:
 
 
 register(QuestionType(
-    "masked", full_question, "Causal self-attention", (SETUP, GIVEN, ATTENTION), prompts=PROMPTS,
+    "masked", full_question, "Causal {{ 'cross' if spec.cross else 'self' }}-attention",
+    (SETUP, GIVEN, ATTENTION), prompts=PROMPTS,
     check=_masked_only, min_tokens=2, draw_options=lambda options: replace(options, mask="causal")))
