@@ -232,7 +232,8 @@ def render_documents(args, sets, students, info: DocumentInfo, folder: OutputFol
     should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
     document as soon as it is rendered, and runs while Python renders the other formats (in
     forked processes, one a format, for a large set)."""
-    questions, keys = question_papers(sets, students), answer_keys(sets)
+    calculator = not args.no_calculator  # the papers' time: at the rates with or without one
+    questions, keys = question_papers(sets, students, calculator), answer_keys(sets, calculator)
     pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
                      on_done=progress.compiled, warm=warm, templates=args.templates)
             if args.pdf else None)

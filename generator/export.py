@@ -157,6 +157,10 @@ def spec_record(spec: ProblemSpec) -> dict:
         record["swap"] = [token + 1 for token in spec.swap]
     if spec.mistake is not None:
         record["mistake"] = spec.mistake
+    if spec.head is not None:
+        record["head"] = spec.head
+    if spec.ask is not None:
+        record["ask"] = list(spec.ask)
     return record
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .exact import shown
@@ -20,57 +21,86 @@ from .spec import SpecError, parse_toml, read_user_file
 from .teacher_text import text_fault
 
 
-# Seconds a student takes by hand, with a calculator, for each thing a step asks them to write.
+# Seconds a student takes by hand for each thing a step asks them to write: (with a calculator,
+# without one).  Without one (--no-calculator) an exponential is read off the printed table, a
+# weight may be left as a quotient of table values, and every sum and product is done on paper.
+# Calibrated so that a problem sized for an exam (Q, K, V given, two or three tokens, widths of
+# two to four) takes 8 to 15 minutes and a mark about a minute and a half; README "Length".
 SECONDS = {
-    "product term": 6,     # one a·b of a dot product, added on
-    "product entry": 8,    # writing the entry down
-    "scaling": 15,         # one score divided by sqrt(d_k)
-    "masking": 3,          # one -inf
-    "exponential": 25,     # e^x on a calculator, written down
-    "row sum": 10,
-    "quotient": 10,        # e_j / sum
-    "blend term": 8,       # one weight times one value, added on
-    "copy entry": 4,       # an entry moved or copied (a permutation, a split, a concatenation)
-    "choice": 60,          # a multiple-choice checkpoint
-    "explanation": 120,    # a sentence or two of why
+    "product term": (5, 5),        # a·b of small integers or short decimals, added on
+    "long product term": (8, 20),  # a·b with a weight or a gradient in it (four places)
+    "product entry": (5, 5),       # writing the entry down
+    "scaling": (10, 5),            # one score times the scale (halved, without a calculator)
+    "masking": (3, 3),             # one -inf
+    "exponential": (20, 10),       # e^x keyed in and written down; or read off the table
+    "row sum": (10, 30),           # a row's exponentials added up (four places, by hand: longer)
+    "quotient": (10, 20),          # e_j / sum (without: left as a quotient of table values)
+    "blend term": (8, 15),         # one weight times one value, added on
+    "copy entry": (3, 3),          # an entry moved or copied (a permutation, a split, a concatenation)
+    "choice": (60, 60),            # a multiple-choice checkpoint
+    "explanation": (120, 120),     # a sentence or two of why
 }
 EXPLAINED = ("permute-why", "mistake-find")  # parts answered in words, whatever steps they show
 
 
-def part_seconds(part) -> int:
-    """How long a part takes by hand: the sum over what its steps ask the student to write."""
+def seconds(what: str, calculator: bool = True) -> int:
+    return SECONDS[what][0 if calculator else 1]
+
+
+def part_seconds(part, calculator: bool = True) -> int:
+    """How long a part takes by hand: the sum over what its steps ask the student to write.
+    It follows from the steps' shapes alone (and which entries a mask hides, and which
+    factors are weights or gradients), so every version of a problem takes as long."""
     if part.task in EXPLAINED:
-        return SECONDS["explanation"]
+        return seconds("explanation", calculator)
     if not part.steps:
-        return SECONDS["choice"]
-    return sum(_step_seconds(step) for step in part.steps)
+        return seconds("choice", calculator)
+    return sum(_step_seconds(step, calculator) for step in part.steps)
 
 
-def _step_seconds(step) -> int:
+def _step_seconds(step, calculator: bool) -> int:
     rows, columns = step.shape
+    cost = partial(seconds, calculator=calculator)
     if step.kind == "product":
         terms = sum(len(line.pairs) for line in step.working)
-        return terms * SECONDS["product term"] + rows * columns * SECONDS["product entry"]
+        term = "long product term" if _has_long_factors(step) else "product term"
+        return terms * cost(term) + rows * columns * cost("product entry")
     if step.kind == "softmax":
         shown = sum(e is not None for line in step.working for e in line.exponentials)
-        return (shown * (SECONDS["exponential"] + SECONDS["quotient"])
-                + len(step.working) * SECONDS["row sum"])
+        return (shown * (cost("exponential") + cost("quotient"))
+                + len(step.working) * cost("row sum"))
     if step.kind == "blend":
-        return sum(len(line.weights) for line in step.working) * columns * SECONDS["blend term"]
+        return sum(len(line.weights) for line in step.working) * columns * cost("blend term")
+    if step.kind == "softmax-backward":  # a row's a·g, then a_j (g_j - a·g) for each entry
+        return rows * columns * (2 * cost("long product term") + cost("product entry"))
+    if step.kind == "jacobian":
+        return rows * columns * (cost("long product term") + cost("product entry"))
+    if step.kind == "add":
+        return rows * columns * (cost("product term") + cost("product entry"))
     per_entry = {"scaling": "scaling", "masking": "masking"}.get(step.kind, "copy entry")
-    return rows * columns * SECONDS[per_entry]
+    return rows * columns * cost(per_entry)
 
 
-def part_minutes(part) -> int:
-    return max(1, math.ceil(part_seconds(part) / 60))
+def _has_long_factors(step) -> bool:
+    """Products of weights or gradients (irrational exact values, written to four places)
+    take longer than products of the given integers or decimals.  Told by the step as a whole,
+    so that a factor that happens to be 0 changes no estimate."""
+    return not all(a.exact.is_Rational and b.exact.is_Rational
+                   for line in step.working for a, b in line.pairs)
+
+
+def problem_seconds(parts, calculator: bool = True) -> int:
+    return sum(part_seconds(part, calculator) for part in parts)
 
 
 def writing_lines(part) -> int:
-    """Room on the question sheet: about a line for every two entries asked, 3 to 40 lines."""
-    if part.task in EXPLAINED or not part.steps:
-        return 4 if part.task in EXPLAINED else 2
-    entries = sum(step.shape[0] * step.shape[1] for step in part.steps)
-    return min(40, max(3, math.ceil(entries / 2)))
+    """Room on the question sheet, in proportion to the work the part asks: a line for every
+    20 seconds of writing, 3 to 36 lines; 2 for a choice, 6 for an explanation."""
+    if part.task in EXPLAINED:
+        return 6
+    if not part.steps or not part.grids:
+        return 2
+    return min(36, max(3, math.ceil(part_seconds(part) / 20)))
 
 
 @dataclass(frozen=True)
@@ -96,6 +126,7 @@ class DocumentInfo:
 class ExamProblem:
     number: int
     question: Question
+    calculator: bool = True  # its time at the calculator's rates, or without (SECONDS)
 
     @property
     def spec(self):
@@ -118,8 +149,13 @@ class ExamProblem:
         return self.question.marks
 
     @property
+    def seconds(self) -> int:
+        return problem_seconds(self.parts, self.calculator)
+
+    @property
     def minutes(self) -> int:
-        return sum(part_minutes(part) for part in self.parts)
+        """The estimate a paper prints: whole minutes, rounded up."""
+        return max(1, math.ceil(self.seconds / 60))
 
 
 @dataclass(frozen=True)
@@ -140,28 +176,30 @@ class Paper:
         return sum(problem.minutes for problem in self.problems)
 
 
-def lay_out(questions: list[Question]) -> tuple[ExamProblem, ...]:
+def lay_out(questions: list[Question], calculator: bool = True) -> tuple[ExamProblem, ...]:
     """Numbered 1, 2, ... in order; a problem drawn again alone keeps the number it had.  A
     class's version, solved when read (``lockstep``), is laid out when read."""
     if hasattr(questions, "read_as"):
-        return questions.read_as(lay_out)
-    return tuple(ExamProblem(q.spec.number if len(questions) == 1 and q.spec.number else number, q)
+        return questions.read_as(partial(lay_out, calculator=calculator))
+    return tuple(ExamProblem(q.spec.number if len(questions) == 1 and q.spec.number else number, q,
+                             calculator)
                  for number, q in enumerate(questions, start=1))
 
 
-def question_papers(sets: dict[int, list[Question]], students: list[Student] | None) -> list[Paper]:
+def question_papers(sets: dict[int, list[Question]], students: list[Student] | None,
+                    calculator: bool = True) -> list[Paper]:
     """A paper per student (student i sits version i, cycling through the versions), or
     without a roster one paper per version."""
     versions = sorted(sets)
     if students is None:
-        return [Paper(n, v, lay_out(sets[v])) for n, v in enumerate(versions, start=1)]
+        return [Paper(n, v, lay_out(sets[v], calculator)) for n, v in enumerate(versions, start=1)]
     return [Paper(n, versions[(n - 1) % len(versions)],
-                  lay_out(sets[versions[(n - 1) % len(versions)]]), student)
+                  lay_out(sets[versions[(n - 1) % len(versions)]], calculator), student)
             for n, student in enumerate(students, start=1)]
 
 
-def answer_keys(sets: dict[int, list[Question]]) -> list[Paper]:
-    return [Paper(n, v, lay_out(sets[v])) for n, v in enumerate(sorted(sets), start=1)]
+def answer_keys(sets: dict[int, list[Question]], calculator: bool = True) -> list[Paper]:
+    return [Paper(n, v, lay_out(sets[v], calculator)) for n, v in enumerate(sorted(sets), start=1)]
 
 
 # The header a paper prints: from --config first, then each option given on the command line.

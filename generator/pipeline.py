@@ -18,7 +18,7 @@ from . import forked
 from .crosscheck import cross_check
 from .exact import to_float
 from .exam_key import load_or_create_key
-from .paper import ExamProblem
+from .budget import Budget, fit
 from .questions import Question, build_question
 from .sampling import difficulty_of, draw_options, drawable_types, sample_problem, sample_set
 from .kinds import default_mix
@@ -52,24 +52,31 @@ def problem_sets(args, seed: int, students) -> tuple[dict[int, Sequence[ProblemS
     if args.record:
         return {1: [load_recorded_problem(args.record, args.problem)]}, []
     versions = args.versions or (len(students) if students else 1)
-    if versions * problem_count(args) > MAX_TOTAL_PROBLEMS:
-        raise SpecError(f"{versions} versions of {problem_count(args)} problems is more than "
-                         f"{MAX_TOTAL_PROBLEMS} problems in one run")
     options, types, skipped = draw_plan(args)
     notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
     if args.problem is not None:
         return {1: [sample_problem(options, args.problem, types)]}, notes
-    count = problem_count(args)
-    return {version: Drawn(count, partial(sample_set, options, seed, version=version, types=types))
+    forms = None
+    if (budget := budget_of(args)) is not None:  # every listed type, each sized to fit
+        fixed = frozenset(name for name, option in (("tokens", "tokens"), ("d_model", "d_model"),
+                                                    ("d_k", "dk"), ("d_v", "dv"))
+                          if getattr(args, option) is not None)
+        mix = types
+        types, forms = fit(budget, types, options, seed, fixed, solve_checked, bool(args.types))
+        if len(types) < len(mix):
+            notes.append(f"--{budget.name} {budget.limit} holds the first {len(types)} types of the "
+                         f"default mix ({', '.join(types)}); choose them with --types")
+    count = len(forms) if forms else problem_count(args)
+    if versions * count > MAX_TOTAL_PROBLEMS:
+        raise SpecError(f"{versions} versions of {count} problems is more than "
+                         f"{MAX_TOTAL_PROBLEMS} problems in one run")
+    return {version: Drawn(count, partial(sample_set, options, seed, version=version, types=types,
+                                          forms=forms))
             for version in range(1, versions + 1)}, notes
 
 
 def problem_count(args: argparse.Namespace) -> int:
-    """--count, or a list of types read as "these problems, in this order" (default 20); with a
-    budget of minutes or marks, enough problems to choose from (each takes at least 1)."""
-    budget = budget_of(args)
-    if budget is not None:
-        return min(MAX_COUNT, budget[1])
+    """--count, or a list of types read as "these problems, in this order" (default 20)."""
     listed = len(args.types or ())
     if args.count is None:
         return listed if listed > 1 else DEFAULT_COUNT
@@ -79,12 +86,14 @@ def problem_count(args: argparse.Namespace) -> int:
     return args.count
 
 
-def budget_of(args):
-    """(option, limit, what a problem costs) for --minutes or --marks, or None."""
+def budget_of(args) -> Budget | None:
+    """--minutes or --marks (the minutes at the rates without a calculator, with
+    --no-calculator), or None."""
+    calculator = not args.no_calculator
     if args.minutes is not None:
-        return "minutes", args.minutes, lambda problem: problem.minutes
+        return Budget("minutes", args.minutes, calculator)
     if args.marks is not None:
-        return "marks", args.marks, lambda problem: problem.marks
+        return Budget("marks", args.marks, calculator)
     return None
 
 
@@ -122,42 +131,24 @@ class Drawn(Sequence):
 
 def solve_sets(args, specs: dict[int, Sequence[ProblemSpec]], on_solved=lambda: None,
                in_step: bool = False) -> dict[int, Sequence[Question]]:
-    """Every version solved and checked; with --minutes or --marks, as many problems as fit the
-    budget (the first version decides how many, so that every version is as long).  A class
-    written ``in_step`` has each version solved when its documents reach it (``lockstep``)."""
+    """Every version solved and checked (a set sized to --minutes or --marks was sized when
+    drawn, ``budget``).  A class written ``in_step`` has each version solved when its
+    documents reach it (``lockstep``)."""
     if in_step:
         return Versions(specs, solve_checked, on_solved).sets()
-    budget = budget_of(args)
-    if budget is None:
-        solved = iter(_solved_all(specs, on_solved))
-        return {version: [next(solved) for _ in version_specs] for version, version_specs in specs.items()}
-    name, limit, measure = budget
-    first = next(iter(specs))
-    fitted, used = [], 0
-    for spec in specs[first]:
-        question = _solved(spec, on_solved)
-        cost = measure(ExamProblem(len(fitted) + 1, question))
-        if used + cost > limit:
-            break
-        fitted.append(question)
-        used += cost
-    if not fitted:
-        raise SpecError(f"--{name} {limit}: the first problem alone takes {cost} {name}; "
-                         f"allow more, or draw smaller problems (--difficulty, --tokens, --types)")
-    return {version: fitted if version == first else
-            [_solved(spec, on_solved) for spec in version_specs[:len(fitted)]]
-            for version, version_specs in specs.items()}
+    solved = iter(_solved_all(specs, on_solved))
+    return {version: [next(solved) for _ in version_specs] for version, version_specs in specs.items()}
 
 
 def in_step_run(args: argparse.Namespace, specs: dict[int, Sequence[ProblemSpec]],
                 students) -> bool:
     """Whether a run is a class written in step (``lockstep``): many versions, each read
     once, in order, by every document.  Not when the papers cycle through fewer versions
-    (--versions with a roster), nor when the set is sized or tabulated from all its solved
-    problems first (--minutes, --marks, --no-calculator)."""
+    (--versions with a roster), nor when the set's table is worked out from all its solved
+    problems first (--no-calculator)."""
     problems = sum(map(len, specs.values()))
     return (len(specs) > IN_STEP_FROM and problems >= forked.FORK_FROM
-            and not (students and args.versions) and budget_of(args) is None
+            and not (students and args.versions)
             and not args.no_calculator)
 
 

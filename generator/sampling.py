@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 import sympy
@@ -57,6 +58,38 @@ class DrawOptions:
     # An exam's secret (exam_key): its draws are seeded from it too and its problems carry
     # opaque codes; empty for a practice set, whose readable ids say how to draw it again.
     secret: bytes = field(default=b"", repr=False)
+
+
+@dataclass(frozen=True)
+class Form:
+    """What one problem of a paper looks like, so that every version of it is alike: its
+    tokens, widths and mask (None: as the options say), whether X and the weights or Q, K and
+    V are given, whether its type asks its lean part set (``QuestionType.focus``), and the
+    type's own choices every version keeps to (``QuestionType.shared``: the mistake, say)."""
+
+    tokens: int | None = None
+    d_model: int | None = None
+    d_k: int | None = None
+    d_v: int | None = None
+    mask: str | None = None
+    given: str = "X"  # "X": X, W_Q, W_K, W_V; "QKV": Q, K and V
+    focus: bool = False
+    shared: tuple[tuple[str, object], ...] = ()
+
+    def options(self, options: DrawOptions) -> DrawOptions:
+        """The draw options of a problem of this form."""
+        sizes = {name: getattr(self, name) for name in ("d_model", "d_k", "d_v", "mask")
+                 if getattr(self, name) is not None}
+        if self.tokens is not None:
+            sizes["tokens"] = (self.tokens, self.tokens)
+        return replace(options, **sizes)
+
+
+def form_of(spec: ProblemSpec, form: Form | None = None) -> Form:
+    """The form a drawn problem has, for every other version of it to keep to."""
+    kind = TYPES[spec.question]
+    return replace(form or Form(), tokens=spec.n_keys, mask=spec.mask,
+                   shared=tuple((name, getattr(spec, name)) for name in kind.shared))
 
 
 PRESETS = {
@@ -111,7 +144,7 @@ def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None
     if "decimal" in (options.embeddings, options.weights):
         return "--no-calculator needs whole-number entries, not two-place decimals"
     heads = TYPES[kind].heads
-    d_k = options.d_k // heads if heads else options.d_k
+    d_k = options_for(kind, options).d_k // heads if heads else options.d_k  # as the type draws it
     if options.scale is None and math.isqrt(d_k) ** 2 != d_k:
         where = "each head's" if heads else "the"
         return (f"--no-calculator: with {where} d_k = {d_k}, scores / sqrt({d_k}) are never in the "
@@ -132,23 +165,71 @@ def drawable_types(types: tuple[str, ...], options: DrawOptions,
 
 
 def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
-               types: tuple[str, ...] = ("full",)) -> list[ProblemSpec]:
+               types: tuple[str, ...] = ("full",), forms=None) -> list[ProblemSpec]:
     """Problems 1..count of one version of a set, each distinct from those before it.
 
-    Problem i is a question of type ``types[(i - 1) % len(types)]``.
+    Problem i is a question of type ``types[(i - 1) % len(types)]``, of the form ``forms[i - 1]``
+    where forms are given (a paper sized to a budget); without, a later version's problem i
+    takes the form of the first version's, so that every version is as long and worth as much.
     """
+    if forms is None and version > 1:
+        forms = first_version_forms(options, seed, count, types)
     seen: set = set()
     specs = []
     for index in range(1, count + 1):
         kind = types[(index - 1) % len(types)]
-        candidate, params = _first_worthy(options_for(kind, options), seed, version, index, seen, kind)
-        seen.add(candidate.identity)
-        spec = candidate_spec(candidate, problem_id(options, seed, version, index, kind),
-                              None if options.secret else seed)
-        extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
-        specs.append(replace(spec, question=kind, number=index, scale=options.scale,
-                             matrices={**spec.matrices, **extra}, **params))
+        form = forms[index - 1] if forms else None
+        spec, identity = draw_problem(options, seed, version, index, kind, form, seen)
+        seen.add(identity)
+        specs.append(spec)
     return specs
+
+
+@lru_cache(maxsize=4)  # a class's versions all ask for the first version's forms
+def first_version_forms(options: DrawOptions, seed: int, count: int,
+                        types: tuple[str, ...]) -> tuple[Form, ...]:
+    return tuple(form_of(spec) for spec in sample_set(options, seed, count, 1, types))
+
+
+def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind: str,
+                 form: Form | None = None, seen=frozenset()) -> tuple[ProblemSpec, tuple]:
+    """Problem ``index`` of a version, a question of type ``kind`` (of ``form``), and what
+    makes it distinct from the set's others."""
+    drawn_with = form.options(options) if form else options
+    candidate, params = _first_worthy(options_for(kind, drawn_with), seed, version, index, seen,
+                                      kind, form)
+    spec = candidate_spec(candidate, problem_id(drawn_with, seed, version, index, kind),
+                          None if options.secret else seed)
+    extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
+    spec = replace(spec, question=kind, number=index, scale=options.scale,
+                   matrices={**spec.matrices, **extra}, **params)
+    return (projections_given(spec) if form and form.given == "QKV" else spec), candidate.identity
+
+
+def projections_drawn(candidate: Candidate) -> Candidate:
+    """A candidate whose Q, K and V are given: X W_Q, X W_K, X W_V rounded to the two places of
+    the draw (a product of two-place decimals has four, more than a sheet may print of a given
+    matrix), held as X = I and W = those, so that every check and choice of the draw is made
+    on the numbers the sheet prints."""
+    def rounded(w):
+        return np.round(candidate.x @ w, 2)
+
+    return replace(candidate, x=np.eye(len(candidate.x)), w_q=rounded(candidate.w_q),
+                   w_k=rounded(candidate.w_k), w_v=rounded(candidate.w_v))
+
+
+def projections_given(spec: ProblemSpec) -> ProblemSpec:
+    """The problem with Q = XW_Q, K = XW_K and V = XW_V given instead of X and the weights
+    (a type's own matrices, W_O or dO, stay)."""
+    def product(left, right):
+        return tuple(tuple(sympy.Add(*(a * b for a, b in zip(row, column)))
+                           for column in zip(*right)) for row in left)
+
+    x = spec.matrices["X"]
+    matrices = {name: product(x, spec.matrices[f"W_{name}"]) for name in "QKV"}
+    matrices.update((name, m) for name, m in spec.matrices.items()
+                    if name not in ("X", "W_Q", "W_K", "W_V"))
+    return replace(spec, matrices=matrices)
 
 
 def sample_problem(options: DrawOptions, problem: str,
@@ -211,18 +292,26 @@ def difficulty_of(problem: str) -> str | None:
     return next((d for d in PRESETS if match and d[0].upper() == match.group(1)), None)
 
 
-def _first_worthy(options, seed, version, index, seen, kind) -> tuple[Candidate, dict]:
+def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple[Candidate, dict]:
+    """The first worthy candidate, and its type's own choices: kept to a form's shared choices,
+    and asking the type's lean part set where the form says so."""
     attempts = HEADS_ATTEMPTS if TYPES[kind].heads else MAX_ATTEMPTS
+    shared = dict(form.shared) if form else {}
     for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
+        if form and form.given == "QKV":
+            candidate = projections_drawn(candidate)
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
                                                              options.decimals):
             continue
         if options.no_calculator and not scaled_scores_in(
                 candidate, NO_CALCULATOR_EXPONENTS, TYPES[kind].heads):
             continue
-        params = TYPES[kind].draw_params(rng, candidate, options.decimals)
+        params = TYPES[kind].draw_params(rng, candidate, options.decimals, **shared)
+        if params is not None and form and form.focus:
+            focus = TYPES[kind].focus(rng, candidate, params, options.decimals)
+            params = None if focus is None else {**params, **focus}
         if params is not None:
             return candidate, params
     raise SpecError(f"could not draw problem {index} (a {kind} question): no new exam-worthy "

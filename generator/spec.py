@@ -58,6 +58,8 @@ class ProblemSpec:
     row: int | None = None  # row: which query's scores (0-based); concept: which token
     mistake: str | None = None  # mistake: which of steps.MISTAKES the worked solution makes
     swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
+    head: int | None = None  # heads: the one head worked (1 or 2), the other's output given
+    ask: tuple[str, ...] | None = None  # backward: its choice parts (None: where the engine shows them)
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
     fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
 

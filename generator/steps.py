@@ -284,6 +284,24 @@ for _step in (
 ):
     register(_step)
 
+# One row of the backward pass on its own (a backward question that asks dV and one row of dS):
+# the row's gradient of the weights, through softmax, and through the scaling.
+for _step in (
+    given_def("weights_row", "a"), given_def("dO_row", r"\mathrm{d}o"),
+    StepDef("dweights_row", "product", ("dO_row", "V"), r"\mathrm{d}a", "da = do V^T",
+            r"$\mathrm{d}a = \mathrm{d}o\, V^{\top}$, row {{ spec.row + 1 }} of $\mathrm{d}A$",
+            marks=1, transpose=True),
+    StepDef("dscaled_row", "softmax-backward", ("weights_row", "dweights_row"),
+            r"\mathrm{d}\tilde{s}", "ds~ = a * (da - a . da)",
+            r"$\mathrm{d}\tilde{s}_j = a_j\,(\mathrm{d}a_j - \sum_k a_k\, \mathrm{d}a_k)$, row "
+            r"{{ spec.row + 1 }} of $\mathrm{d}\tilde{S}$", marks=2),
+    StepDef("dscores_row", "scaling", ("dscaled_row",), r"\mathrm{d}s", "ds = ds~ / sqrt(d_k)",
+            r"{% if spec.scale is none %}$\mathrm{d}s = \mathrm{d}\tilde{s} / \sqrt{d_k}$"
+            r"{% else %}$\mathrm{d}s = {{ spec.scale | tex }}\, \mathrm{d}\tilde{s}${% endif %}, row "
+            r"{{ spec.row + 1 }} of $\mathrm{d}S$", when="scaled"),
+):
+    register(_step, pipeline=False)
+
 # One row of softmax on its own: its Jacobian J = diag(a) - a^T a, applied to a gradient g.
 for _step in (
     given_def("arow", "a"), given_def("grow", "g"),

@@ -95,7 +95,7 @@ def scaled_scores_in(candidate: Candidate, exponents, heads: int = 0) -> bool:
         return scaled[np.tril(keep) if mask == "causal" else keep]
 
     whole = attention_steps(candidate.given, candidate.mask, candidate.scale)
-    values = [unmasked(whole, candidate.mask)]
+    values = [] if heads else [unmasked(whole, candidate.mask)]  # heads scale only their own
     for h in range(heads):
         part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
         values.append(unmasked(attention_steps(part, scale=candidate.scale), "none"))

@@ -149,7 +149,7 @@ def test_a_set_fits_the_time_or_marks_asked_for(tmp_path, run_cli, budget):
 
 def test_a_budget_too_small_for_one_problem_says_so(tmp_path, run_cli):
     code, _, err = run_cli("--minutes", "2", "--types", "full", "--out", tmp_path)
-    assert code == 2 and "--minutes 2: the first problem alone takes" in err
+    assert code == 2 and "--minutes 2: a full problem needs at least" in err
     code, _, err = run_cli("--minutes", "20", "--count", "3", "--out", tmp_path)
     assert code == 2 and "give one of --count, --minutes and --marks" in err
 

@@ -181,7 +181,7 @@ def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
     ({"type": "masked"}, 'type masked needs mask = "causal"'),
     ({"type": "heads"}, "type heads needs W_O (the output projection)"),
     ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads, and only there"),
-    ({"row": 2}, "row goes with type row or concept or softmax-jacobian, not full"),
+    ({"row": 2}, "row goes with type row or concept or backward or softmax-jacobian, not full"),
     ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k and d_v must split evenly into 2 heads"),
 ])
 def test_bad_question_specs(tmp_path, run_cli, changes, expected):

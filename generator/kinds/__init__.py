@@ -49,6 +49,17 @@ class QuestionType:
     draw_params: Callable = lambda rng, candidate, decimals: {}  # its own choices; None redraws
     not_drawable: Callable = _nothing  # DrawOptions -> why it cannot be drawn so, or None
     in_default_mix: bool = True  # drawn when --types is not given (else only when asked for)
+    # Sizing a paper to a budget (``budget``): how this type's problems get shorter, in the
+    # order tried: "given" (Q, K and V given instead of X and the weights), "focus" (its lean
+    # part set, ``focus``), "tokens" (down to the preset's fewest), "fewer-tokens" (down to
+    # two), "d_v", "d_k", "d_model" (down to two).
+    shrinks: tuple[str, ...] = ("tokens", "fewer-tokens")
+    # (rng, candidate, params, decimals) -> the spec keys that ask the lean part set (one head
+    # worked, the other given; one row of a gradient), or None to draw again
+    focus: Callable | None = None
+    # Its own draw choices (spec keys) that every version of a problem shares, as its shape:
+    # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts).
+    shared: tuple[str, ...] = ()
 
 
 TYPES: dict[str, QuestionType] = {}

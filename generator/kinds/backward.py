@@ -10,11 +10,14 @@ import numpy as np
 import sympy
 
 from ..crosscheck import attention_steps
-from ..engine import solve
+from ..engine import Solution, Step, run, solve
+from ..exact import shown as shown_text
 from ..questions import (SETUP, TIE, Part, Question, answer_with_slips, given_steps, lettered,
                          shuffled_item, step_parts)
-from ..steps import PIPELINE, symbol
+from ..spec import SpecError
+from ..steps import PIPELINE, REGISTRY, given_def, symbol
 from . import GIVEN, SHOWN, QuestionType, register
+from .row import read_row
 
 # Steps asked together in one part; every other gradient of the plan is a part of its own.
 TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))
@@ -23,7 +26,27 @@ UPSTREAM = (-1, -0.5, 0, 0.5, 1)  # the entries a drawn dO takes
 
 
 def backward_question(spec) -> Question:
+    """Every gradient of the plan, a part each (dW and dX in one part each); or, with ``row``,
+    dV and that row of dS alone (its dA, through softmax, through the scaling); then the
+    choice parts the spec asks (``ask``; without it, those the engine can show)."""
     solution = solve(spec)
+    shown = tuple(("", symbol(name), solution.step(name)) for name in FORWARD
+                  if solution.step(name).kind != "given")
+    if spec.row is None:
+        parts, worked = [replace(p, notes=False) for p in gradient_parts(solution)], ()
+    else:
+        row = row_solution(spec, solution)
+        parts = [replace(step_parts(solution, (("dV",),))[0], notes=False),
+                 Part("drow", sum(REGISTRY[s.name].marks for s in row.plan if not s.is_given),
+                      tuple(s for s in row.steps if s.kind != "given"), notes=False,
+                      step_marks=tuple(REGISTRY[s.name].marks for s in row.plan if not s.is_given))]
+        worked = (("", solution), ("", row))
+    parts += choice_parts(spec, solution)
+    return Question("backward", spec, solution, given_steps(solution), lettered(parts), shown=shown,
+                    worked_by_parts=worked)
+
+
+def gradient_parts(solution) -> list[Part]:
     start = PIPELINE.index("dO")
     names = [s.name for s in solution.plan if not s.is_given and PIPELINE.index(s.name) > start]
     groups, taken = [], set()
@@ -34,16 +57,32 @@ def backward_question(spec) -> Question:
         group = tuple(n for n in group if n in names)
         groups.append(group)
         taken.update(group)
-    shown = tuple(("", symbol(name), solution.step(name)) for name in FORWARD
-                  if solution.step(name).kind != "given")
-    parts = [replace(part, notes=False) for part in step_parts(solution, tuple(groups))]
-    alive = why_scale(spec, solution)
-    if alive:
-        parts.append(Part("why-scale", 1, item=alive[0], answer=alive[1]))
-    ignored = ignored_key(spec, solution)
-    if ignored:
-        parts.append(Part("ignored-key", 1, item=ignored[0], answer=ignored[1]))
-    return Question("backward", spec, solution, given_steps(solution), lettered(parts), shown=shown)
+    return step_parts(solution, tuple(groups))
+
+
+def row_solution(spec, solution) -> Solution:
+    """Row ``spec.row`` of dA = dO V^T, pushed back through softmax and the scaling, from that
+    row of A and of dO."""
+    known = {"weights_row": Step("weights_row", "a (given)", "given",
+                                 (solution.step("weights").entries[spec.row],)),
+             "dO_row": Step("dO_row", "do (given)", "given", (solution.step("dO").entries[spec.row],)),
+             "V": solution.step("V")}
+    names = ("dweights_row", "dscaled_row") + (() if spec.unscaled else ("dscores_row",))
+    return run((*(given_def(name) for name in known), *(REGISTRY[n] for n in names)), spec, known)
+
+
+CHOICES = ("why-scale", "ignored-key")
+
+
+def choice_parts(spec, solution) -> list[Part]:
+    """The choice parts asked: ``spec.ask``, or where it is not set, those the engine shows."""
+    found = {"why-scale": why_scale(spec, solution), "ignored-key": ignored_key(spec, solution)}
+    asked = spec.ask if spec.ask is not None else tuple(c for c in CHOICES if found[c])
+    for name in asked:
+        if not found[name]:
+            raise SpecError(f"problem {spec.id}: ask {name!r} cannot be asked of this problem "
+                            f"(the engine does not show it)")
+    return [Part(name, 1, item=found[name][0], answer=found[name][1]) for name in asked]
 
 
 # Why 1/sqrt(d_k) keeps gradients alive, and what students think instead.
@@ -72,16 +111,24 @@ IGNORED = (
 
 
 def ignored_key(spec, solution):
+    """The least-attended key's choice part (``least_attended_key``), or None."""
+    weights = solution.step("weights").numeric
+    key = least_attended_key(weights, solution.step("dV").numeric)
+    if key is None:
+        return None
+    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, weights.sum(axis=0)[key])
+
+
+def least_attended_key(weights: np.ndarray, dv: np.ndarray) -> int | None:
     """The key with the least attention (its column of A), when it alone has the least, its
     row of dV is indeed the smallest (alone, and not 0: a key that no query sees under a mask
     gets exactly none) and that key gets well under an even share."""
-    weights, dv = solution.step("weights").numeric, solution.step("dV").numeric
     attention, sizes = weights.sum(axis=0), np.abs(dv).sum(axis=1)
     key = int(np.argmin(attention))
     if (len(sizes) < 2 or not _least_alone(attention, key) or not _least_alone(sizes, key)
             or sizes[key] < TIE or attention[key] > 0.5 * attention.mean()):
         return None
-    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, attention[key])
+    return key
 
 
 def _least_alone(values: np.ndarray, index: int) -> bool:
@@ -95,21 +142,61 @@ def why_scale(spec, solution):
     if spec.scale is not None or spec.d_k < 2:
         return None
     given = {step.name: step.numeric for step in solution.steps if step.kind == "given"}
-    raw = attention_steps(given, spec.mask, 1.0)  # the same problem, not scaled (numpy)
-    kept = np.abs(solution.step("dscaled").numeric).sum(axis=1)
-    lost = np.abs(raw["dscaled"]).sum(axis=1)
-    rows = [i for i in range(len(kept)) if lost[i] < kept[i] and kept[i] > 1e-4]
-    if not rows:
+    found = row_kept_alive(given, solution.step("dscaled").numeric, spec.mask)
+    if found is None:
         return None
-    row = max(rows, key=lambda i: kept[i] - lost[i])
+    row, raw, kept, lost = found
     item = shuffled_item("why-scale", WHY_SCALE, spec.id)
     return item, (row, solution.step("weights").numeric[row].max(), raw["weights"][row].max(),
                   kept[row], lost[row])
 
 
-def draw_upstream(rng, candidate, decimals: int) -> dict | None:
+def row_kept_alive(given: dict, dscaled: np.ndarray, mask: str):
+    """The row whose softmax gradient the scaling keeps most alive, with the same problem not
+    scaled (numpy) and both rows' sizes; None when scaling keeps no row more alive."""
+    raw = attention_steps(given, mask, 1.0)
+    kept = np.abs(dscaled).sum(axis=1)
+    lost = np.abs(raw["dscaled"]).sum(axis=1)
+    rows = [i for i in range(len(kept)) if lost[i] < kept[i] and kept[i] > 1e-4]
+    if not rows:
+        return None
+    return max(rows, key=lambda i: kept[i] - lost[i]), raw, kept, lost
+
+
+def draw_upstream(rng, candidate, decimals: int, ask=None) -> dict | None:
+    """dO, and the choice parts asked: those the engine shows, or (every version like the
+    first) exactly ``ask``, redrawn where one of them cannot be shown."""
     drawn = upstream_and_steps(rng, candidate, decimals)
-    return drawn and drawn[0]
+    if drawn is None:
+        return None
+    params, steps = drawn
+    shown = {"why-scale": candidate.scale is None and candidate.w_q.shape[1] >= 2 and row_kept_alive(
+                 {name: steps[name] for name in (*candidate.given, "dO")}, steps["dscaled"],
+                 candidate.mask) is not None,
+             "ignored-key": least_attended_key(steps["weights"], steps["dV"]) is not None}
+    if ask is not None and not all(shown[name] for name in ask):
+        return None
+    return {**params, "ask": tuple(c for c in CHOICES if shown[c]) if ask is None else tuple(ask)}
+
+
+def focus_row(rng, candidate, params: dict, decimals: int) -> dict | None:
+    """The lean part set: dV and one row of dS, a row whose softmax gradient shows."""
+    upstream = np.array([[float(x) for x in row] for row in params["matrices"]["dO"]])
+    steps = attention_steps({**candidate.given, "dO": upstream}, candidate.mask, candidate.scale)
+    rows = [i for i, row in enumerate(steps["dscaled"]) if np.abs(row).max() >= 10.0**-decimals]
+    return {"row": rows[int(rng.integers(len(rows)))]} if rows else None
+
+
+def read_choices(spec, record: dict, where: str):
+    """A backward question's own keys: ``row`` (dV and that row of dS alone) and ``ask`` (its
+    choice parts, a list of why-scale and ignored-key; without it, those the engine shows)."""
+    spec = read_row(spec, record, where) if "row" in record else spec
+    if "ask" not in record:
+        return spec
+    ask = record["ask"]
+    if not isinstance(ask, list) or any(name not in CHOICES for name in ask):
+        raise SpecError(f"{where}: ask must be a list of {' and '.join(CHOICES)}, got {shown_text(ask)}")
+    return replace(spec, ask=tuple(dict.fromkeys(ask)))
 
 
 def upstream_and_steps(rng, candidate, decimals: int) -> tuple[dict, dict] | None:
@@ -145,10 +232,18 @@ register(QuestionType(
              "ignored-key": "Key {{ part.answer[0] + 1 }} gets the least attention: its column of $A$ "
                             "adds up to ${{ '%.4f' | format(part.answer[1]) }}$. What is true of row "
                             "{{ part.answer[0] + 1 }} of $\\mathrm{d}V$?",
+             "drow": r"Now query {{ spec.row + 1 }} alone. With $a$ and $\mathrm{d}o$ row "
+                     r"{{ spec.row + 1 }} of $A$ and of $\mathrm{d}O$, compute $\mathrm{d}a = "
+                     r"\mathrm{d}o\, V^{\top}$ (row {{ spec.row + 1 }} of $\mathrm{d}A$), push it "
+                     r"back through softmax, $\mathrm{d}\tilde{s}_j = a_j\,(\mathrm{d}a_j - \sum_k "
+                     r"a_k\, \mathrm{d}a_k)${% if not spec.unscaled %}, and then through the scaling: "
+                     r"$\mathrm{d}s$, row {{ spec.row + 1 }} of $\mathrm{d}S${% endif %}.",
              "dW_Q": r"Compute the gradients of the projections: $\mathrm{d}W_Q = X^{\top} "
                      r"\mathrm{d}Q$, $\mathrm{d}W_K = X^{\top} \mathrm{d}K$ and $\mathrm{d}W_V = "
                      r"X^{\top} \mathrm{d}V$.",
              "dX_Q": r"Compute $\mathrm{d}X$, one path at a time: $\mathrm{d}X^{(Q)} = \mathrm{d}Q\, "
                      r"W_Q^{\top}$, $\mathrm{d}X^{(K)} = \mathrm{d}K\, W_K^{\top}$, $\mathrm{d}X^{(V)} = "
                      r"\mathrm{d}V\, W_V^{\top}$, then their sum: $X$ feeds all three projections."},
-    matrices=("dO",), draw_params=draw_upstream, in_default_mix=False))
+    spec_keys=("row", "ask"), read=read_choices, matrices=("dO",), draw_params=draw_upstream,
+    in_default_mix=False, shrinks=("given", "tokens", "focus", "d_v", "d_k", "fewer-tokens"),
+    focus=focus_row, shared=("ask",)))

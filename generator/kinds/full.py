@@ -8,6 +8,8 @@ from ..questions import ATTENTION, SETUP, Question, given_steps, lettered, step_
 from . import GIVEN, QuestionType, register
 
 TOGETHER = ("Q", "K", "V")  # one part; every other step of the plan is a part of its own
+# Sized to a budget: Q, K and V given, then fewer tokens, narrower values and keys.
+SHRINKS = ("given", "tokens", "d_v", "d_k", "fewer-tokens")
 PROMPTS = {"Q": "Compute the queries $Q = XW_Q$, the keys $K = XW_K$ and the values $V = XW_V$, "
                 "with their shapes."}
 
@@ -23,4 +25,4 @@ def full_question(spec) -> Question:
 register(QuestionType(
     "full", full_question, "{{ 'Cross' if spec.cross else 'Self' }}-attention, step by step",
     (SETUP, GIVEN, ATTENTION),
-    prompts=PROMPTS))
+    prompts=PROMPTS, shrinks=SHRINKS))

@@ -3,14 +3,15 @@ heads, attend in each head, concatenate the heads' outputs and project them by W
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..engine import run, solve
 from ..questions import Part, Question, given_steps, lettered
-from ..spec import MAX_DIMENSION, ProblemSpec
+from ..spec import MAX_DIMENSION, ProblemSpec, one_based
 from ..steps import REGISTRY, given_def
 from ..worthiness import heads_are_readable
-from . import GIVEN, QuestionType, register
+from . import GIVEN, SHOWN, QuestionType, register
 from .full import PROMPTS
 
 HEADS = 2
@@ -30,21 +31,23 @@ def heads_question(spec) -> Question:
     w_o, concat, projected = (combined.step(name) for name in ("W_O", "concat", "projected"))
     head_steps = ("scores", "weights", "output") if spec.unscaled else (
         "scores", "scaled", "weights", "output")
-    head_parts = [Part("head", 4, tuple(h.step(n) for n in head_steps),
+    asked = range(1, HEADS + 1) if spec.head is None else (spec.head,)  # the heads worked
+    head_parts = [Part("head", 4, tuple(heads[i - 1].step(n) for n in head_steps),
                        step_marks=(1, 2, 1) if spec.unscaled else (1, 1, 1, 1),
-                       label=f"Head {i}", head=i) for i, h in enumerate(heads, 1)]
-    split_names = tuple(f"head{h}.{n}" for h in range(1, HEADS + 1) for n in "QKV")
+                       label=f"Head {i}", head=i) for i in asked]
     parts = lettered([
-        Part("Q", 3, (q, k, v), step_marks=(1, 1, 1)),
-        Part("split", 2, tuple(head.step(n) for head in heads for n in "QKV"),
-             shown_as=tuple(f"{n}_{h}" for h in range(1, HEADS + 1) for n in "QKV"),
-             grid_names=split_names),
+        *([Part("Q", 3, (q, k, v), step_marks=(1, 1, 1))] if spec.from_embeddings else []),
+        Part("split", len(asked), tuple(heads[h - 1].step(n) for h in asked for n in "QKV"),
+             shown_as=tuple(f"{n}_{h}" for h in asked for n in "QKV"),
+             grid_names=tuple(f"head{h}.{n}" for h in asked for n in "QKV")),
         *head_parts, Part("concat", 1, (concat,), step_marks=(1,)),
         Part("projected", 2, (projected,), step_marks=(2,))])
     worked = (("", solution), *((f"head{h}.", head) for h, head in enumerate(heads, 1)),
               ("", combined))
+    given_outputs = tuple(("", f"O_{{{h}}}", heads[h - 1].step("output"))
+                          for h in range(1, HEADS + 1) if h not in asked)
     return Question("heads", spec, solution, given_steps(solution) + (w_o,), parts, heads=heads,
-                    combined=combined, worked_by_parts=worked)
+                    combined=combined, worked_by_parts=worked, shown=given_outputs)
 
 
 def _columns(step, head: int) -> tuple:
@@ -54,8 +57,8 @@ def _columns(step, head: int) -> tuple:
 
 
 def _check(spec) -> str | None:
-    if not spec.from_embeddings:
-        return "type heads needs X, W_Q, W_K and W_V"
+    if spec.head is not None and spec.head not in range(1, HEADS + 1):
+        return f"head must be one of 1 to {HEADS}"
     if spec.mask != "none":
         return "type heads takes no mask"
     if spec.d_k % HEADS or spec.d_v % HEADS:
@@ -66,8 +69,20 @@ def _check(spec) -> str | None:
 
 
 def _draw_options(options):
+    """Widths that split evenly; without a calculator, each head's d_k a square (4), so that
+    its scores divided by sqrt(d_k) are in the table."""
     even = [min(MAX_DIMENSION, d + d % 2) for d in (options.d_k, options.d_v)]
+    per_head = even[0] // HEADS
+    if options.no_calculator and options.scale is None and math.isqrt(per_head) ** 2 != per_head:
+        even[0] = 4 * HEADS
     return replace(options, mask="none", d_k=even[0], d_v=even[1])
+
+
+def read_head(spec, record: dict, where: str):
+    """``head``: work that head alone, the other's output given (counted from 1)."""
+    if "head" not in record:
+        return spec
+    return replace(spec, head=one_based(record["head"], HEADS, "head", where) + 1)
 
 
 def _not_drawable(options) -> str | None:
@@ -79,23 +94,31 @@ def _not_drawable(options) -> str | None:
 
 register(QuestionType(
     "heads", heads_question, "Two attention heads",
-    (r"Two-head self-attention on a sequence of {{ spec.n_queries }} tokens "
-     r"($d_{\text{model}} = {{ spec.d_model }}$). $W_Q$, $W_K$ and $W_V$ project all heads at once; "
-     r"head $h$ uses its own block of columns of $Q$, $K$ and $V$ (head 1 the first half, head 2 "
-     r"the second), so each head has $d_k = {{ question.heads[0].spec.d_k }}$ and "
+    (r"Two-head self-attention on a sequence of {{ spec.n_queries }} tokens"
+     r"{% if spec.from_embeddings %} ($d_{\text{model}} = {{ spec.d_model }}$). $W_Q$, $W_K$ and "
+     r"$W_V$ project all heads at once{% else %}. $Q$, $K$ and $V$ are given for all heads at "
+     r"once{% endif %}; head $h$ uses its own block of columns of $Q$, $K$ and $V$ (head 1 the first "
+     r"half, head 2 the second), so each head has $d_k = {{ question.heads[0].spec.d_k }}$ and "
      r"$d_v = {{ question.heads[0].spec.d_v }}$. The heads' outputs are concatenated and projected "
      r"by $W_O$: $\operatorname{MultiHead}(X) = [O_1, O_2]\, W_O$ with $O_h = \operatorname{softmax}("
      r"{% if spec.unscaled %}Q_h K_h^{\top}{% elif spec.scale is none %}Q_h K_h^{\top}/\sqrt{d_k}"
-     r"{% else %}{{ spec.scale | tex }}\, Q_h K_h^{\top}{% endif %}) V_h$.", GIVEN),
+     r"{% else %}{{ spec.scale | tex }}\, Q_h K_h^{\top}{% endif %}) V_h$.{% if spec.head %} Head "
+     r"{{ 3 - spec.head }} is worked out already: its output $O_{{ 3 - spec.head }}$ is given below."
+     r"{% endif %}", GIVEN, SHOWN),
     prompts={**PROMPTS,
-             "split": r"Split $Q$, $K$ and $V$ into the heads' matrices $Q_1, K_1, V_1$ and "
-                      r"$Q_2, K_2, V_2$.",
+             "split": r"{% if spec.head %}Take head {{ spec.head }}'s matrices $Q_{{ spec.head }}, "
+                      r"K_{{ spec.head }}, V_{{ spec.head }}$ out of $Q$, $K$ and $V$.{% else %}Split $Q$, "
+                      r"$K$ and $V$ into the heads' matrices $Q_1, K_1, V_1$ and $Q_2, K_2, V_2$."
+                      r"{% endif %}",
              "head": r"{{ part.label }}: compute its scores $Q_h K_h^{\top}$,{% if not spec.unscaled %}"
                      r" scaled scores,{% endif %} attention weights and output $O_h$."},
     keys={"split": "Head 1 takes the first {{ question.heads[0].spec.d_k }} columns of $Q$ and $K$ "
                    "and the first {{ question.heads[0].spec.d_v }} of $V$; head 2 the rest "
-                   "({{ (part.marks / 2) | int }} mark a head)."},
+                   "({{ (part.marks * 3 / part.steps | length) | int }} mark"
+                   "{% if not spec.head %} a head{% endif %})."},
     matrices=("W_O",), heads=HEADS, check=_check, draw_options=_draw_options,
     draw_params=lambda rng, candidate, decimals: (
         {} if heads_are_readable(candidate, HEADS, decimals) else None),
-    not_drawable=_not_drawable))
+    not_drawable=_not_drawable, spec_keys=("head",), read=read_head,
+    shrinks=("given", "tokens", "focus", "fewer-tokens", "d_model"),
+    focus=lambda rng, candidate, params, decimals: {"head": 1}))

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ..questions import ATTENTION, SETUP
 from . import GIVEN, QuestionType, register
-from .full import PROMPTS, full_question
+from .full import PROMPTS, SHRINKS, full_question
 
 
 def _masked_only(spec) -> str | None:
@@ -16,4 +16,5 @@ def _masked_only(spec) -> str | None:
 register(QuestionType(
     "masked", full_question, "Causal {{ 'cross' if spec.cross else 'self' }}-attention",
     (SETUP, GIVEN, ATTENTION), prompts=PROMPTS,
-    check=_masked_only, min_tokens=2, draw_options=lambda options: replace(options, mask="causal")))
+    check=_masked_only, min_tokens=2, draw_options=lambda options: replace(options, mask="causal"),
+    shrinks=SHRINKS))

@@ -77,9 +77,12 @@ def _check(spec) -> str | None:
     return None
 
 
-def draw_mistake(rng, candidate, decimals: int) -> dict | None:
-    """A mistake that changes its step at the shown decimals."""
+def draw_mistake(rng, candidate, decimals: int, mistake: str | None = None) -> dict | None:
+    """A mistake that changes its step at the shown decimals: ``mistake`` itself where it is
+    given (every version of a problem makes the same one, and so is as long)."""
     visible = visible_mistakes(candidate, decimals)
+    if mistake is not None:
+        return {"mistake": mistake} if mistake in visible else None
     return {"mistake": visible[int(rng.integers(len(visible)))]} if visible else None
 
 
@@ -119,4 +122,5 @@ register(QuestionType(
           "mistake-fix": "The right values, from the wrong step on (a correct method applied to "
                          "the student's earlier wrong values keeps its marks):"},
     spec_keys=("mistake",), read=read_mistake, check=_check,
-    draw_options=lambda options: replace(options, mask="none"), draw_params=draw_mistake))
+    draw_options=lambda options: replace(options, mask="none"), draw_params=draw_mistake,
+    shrinks=("tokens", "d_v", "d_k", "fewer-tokens"), shared=("mistake",)))
