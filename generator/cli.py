@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import gc
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import sys
@@ -26,6 +28,7 @@ import jinja2
 
 from .crosscheck import CrossCheckError
 from .exact import parse_exact
+from .exam_record import kept_folder, recorded_documents
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .forked import WorkerDied, write_in_child
 from .formatting import table_places
@@ -52,6 +55,10 @@ DRAW_OPTIONS = ("difficulty", "tokens", "d_model", "dk", "dv", "embeddings", "we
                 "types", "scale")
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # as a tool killed by SIGPIPE
+# Formats --format does not take, and what gives them: the answer to a guess, not a list.
+FORMAT_INSTEAD = {"pdf": "the PDFs come with --pdf, not --format pdf; ",
+                  **{name: "the .tex files are always written, and --pdf compiles them; "
+                     for name in ("tex", "latex")}}
 
 
 class UsageError(Exception):
@@ -122,11 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--out", default="out", metavar="DIR",
                         help="output folder (default: out/)")
     choices = tuple(d.name for d in FORMATS.values() if not d.always or d.prints)
-    output.add_argument("--format", type=comma_list(choices, "format"), action="extend", default=[],
+    output.add_argument("--format", type=comma_list(choices, "format", FORMAT_INSTEAD),
+                        action="extend", default=[],
                         metavar="FMT[,FMT]",
                         help="; ".join(f"{name}: {FORMATS[name].help}" for name in choices))
-    output.add_argument("--decimals", type=int, default=DEFAULT_DECIMALS, metavar="N",
-                        help="decimal places shown (default 4); computing is always exact")
+    output.add_argument("--decimals", type=int, metavar="N",
+                        help="decimal places shown (default 4, or the record's with --record); "
+                             "computing is always exact")
     output.add_argument("--pdf", action="store_true",
                         help="also compile questions.pdf and answers.pdf (needs pdflatex)")
     output.add_argument("--templates", type=Path, metavar="DIR",
@@ -169,7 +178,9 @@ def run(args: argparse.Namespace) -> int:
         check_options(args)
         inputs = input_files(args)
         folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
-        info_fields = header_fields(args.config, {name: getattr(args, name) for name in HEADER_FIELDS})
+        recorded = settings_from_record(args)  # a problem set again prints as the marker's key
+        info_fields = {**recorded, **header_fields(args.config, {name: getattr(args, name)
+                                                                 for name in HEADER_FIELDS})}
         roster = load_roster(args.students) if args.students else None
         students = roster.students if roster else None
         seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
@@ -186,19 +197,26 @@ def run(args: argparse.Namespace) -> int:
             if "qti" in args.format:
                 from .qti import package_notes  # loaded only by a run that writes the package
                 notes += package_notes(len(sets))
+            if "moodle" in args.format:
+                from .web import moodle_notes  # loaded only by a run that writes the bank
+                notes += moodle_notes()
             drawn = not (args.spec or args.problem is not None)
             if "title" not in info_fields and all(spec.unscaled for v in specs.values() for spec in v):
                 info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
-            info = DocumentInfo(**info_fields, seed=seed if drawn else None, decimals=args.decimals,
+            practice = bool(args.practice or args.problem and not args.record)  # a readable id
+            info = DocumentInfo(**{"practice": practice, **info_fields,
+                                   **exponent_table(args, sets, recorded)},
+                                seed=seed if drawn else None, decimals=args.decimals,
                                 draw_command=draw_command(args, seed) if drawn else "",
-                                versioned=bool(args.versions or students),
-                                **exponent_table(args, sets))
+                                versioned=bool(args.versions or students))
             documents = render_documents(args, sets, students, info, folder, notes, progress, warm)
             progress.stage("saving")
             _unless_stopped()
             printed = held_for_terminal(args, documents)  # this run's own, whatever lands later
-            paths = folder.commit(documents, inputs)
+            paths = folder.commit(documents, inputs, keep=kept_folder)
     print_to_terminal(printed)
+    notes += [f"kept the earlier exam's record: --problem CODE --record {shlex.quote(str(kept))} "
+              f"sets its problems again" for kept in folder.kept]
     for note in notes:
         print(f"gen-problems: note: {note}", file=sys.stderr)
     count = sum(len(solutions) for solutions in sets.values())
@@ -217,11 +235,30 @@ def pdflatex_can_set(students, info_fields: dict) -> bool:
     return not pdflatex_lacks("\n".join(texts))
 
 
-def exponent_table(args, sets) -> dict:
+def settings_from_record(args) -> dict:
+    """With --record, the DocumentInfo fields its exam's documents were printed with (header,
+    table of exponentials, practice or not), so that a problem set again prints the key the
+    marker used; --decimals is the record's unless given (then the table's places are worked
+    out again).  Without, --decimals defaults to 4."""
+    recorded = recorded_documents(args.record) if args.record else {}
+    decimals = recorded.pop("decimals", DEFAULT_DECIMALS)
+    if args.decimals is None:
+        args.decimals = decimals
+    elif args.decimals != decimals:
+        recorded.pop("table_places", None)
+    if recorded.get("exponent_table"):
+        args.no_calculator = True
+    return recorded
+
+
+def exponent_table(args, sets, recorded: dict | None = None) -> dict:
     """--no-calculator: the table of exponentials the papers print, and its decimals (found
-    from every softmax line of the set, so only worked out when a table is printed)."""
+    from every softmax line of the set, so only worked out when a table is printed; a
+    record's own, as its key printed them)."""
     if not args.no_calculator:
         return {}
+    if recorded and recorded.get("exponent_table") and "table_places" in recorded:
+        return {name: recorded[name] for name in ("exponent_table", "table_places")}
     return {"exponent_table": NO_CALCULATOR_EXPONENTS,
             "table_places": table_places(softmax_steps(sets), args.decimals)}
 
@@ -406,14 +443,19 @@ def token_range(text: str) -> tuple[int, int]:
             f"expected a number or a range such as 2-4, got {text!r}") from None
 
 
-def comma_list(allowed: tuple[str, ...], what: str):
-    """An argparse type: 'a,b' -> ('a', 'b'), each one of ``allowed``."""
+def comma_list(allowed: tuple[str, ...], what: str, instead: dict[str, str] | None = None):
+    """An argparse type: 'a,b' -> ('a', 'b'), each one of ``allowed``; an unknown name is
+    answered with the closest allowed one (difflib), or with what ``instead`` says to use."""
     def parse(text: str) -> tuple[str, ...]:
         names = tuple(name.strip() for name in text.split(",") if name.strip())
-        unknown = [name for name in names if name not in allowed]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0] if unknown else text!r} "
-                                             f"(expected some of: {', '.join(allowed)})")
+        unknown = next((name for name in names if name not in allowed), None)
+        if unknown is not None or not names:
+            hint = (instead or {}).get(unknown) or next(
+                (f"did you mean {close!r}? " for close in
+                 difflib.get_close_matches(unknown or "", allowed, n=1)), "")
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {unknown if unknown is not None else text!r} "
+                f"({hint}expected some of: {', '.join(allowed)})")
         return names
     return parse
 

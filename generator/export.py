@@ -19,6 +19,7 @@ from pathlib import Path
 import sympy
 
 from .exact import to_float
+from .exam_record import documents_record
 from .formatting import exact_text
 from .paper import Paper
 from .questions import Question
@@ -28,9 +29,10 @@ from .paper import DocumentInfo
 
 def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
                   papers: list[Paper] | None = None, workspace: Path | None = None) -> str | Path:
-    """Every problem of every version; with versions or a roster, also who sits which version.
-    It is the teacher's record: `gen-problems --problem CODE --record problems.json` sets
-    any one of its problems again, exactly."""
+    """Every problem of every version; with versions or a roster, also who sits which version;
+    and how the documents printed them (``exam_record``).  It is the teacher's record:
+    `gen-problems --problem CODE --record problems.json` sets any one of its problems again,
+    exactly, with the key the marker used."""
     sums = {}  # each version's problem ids and marks, noted as its problems are written, so
     # that the papers' records read no version twice (a class's are let go once written)
     records = {"problems": (problem_record(question, version, number)
@@ -50,7 +52,8 @@ def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
 
 
 def _write_json(file, info: DocumentInfo, records: dict) -> None:
-    file.write(_json_text({"seed": info.seed, "decimals": info.decimals}, "")[:-2])
+    head = {"seed": info.seed, "decimals": info.decimals, "documents": documents_record(info)}
+    file.write(_json_text(head, "")[:-2])
     for name, items in records.items():
         file.write(f',\n "{name}": [')
         for number, record in enumerate(items):

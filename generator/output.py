@@ -14,6 +14,12 @@ Putting a new set in place (``OutputFolder.commit``), under a lock on the folder
   5. removing the journal is the commit; then the backups go.
 A run that finds a journal (its writer was killed) restores the earlier set
 before it does anything else.  Readers see whole files only (each is renamed).
+
+A file of the earlier set that must outlive it (an exam's record: ``exam_record``) is
+kept by the commit that replaces it: copied to ``.gen-problems/exams/<name>/`` as one
+more file the commit creates (so a rollback removes the copy and puts the original
+back), under a name no earlier copy has.  Kept files are the tool's, never listed in
+the manifest, never replaced, never removed by a later run.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import filecmp
 import json
 import os
 import shutil
@@ -28,12 +35,14 @@ import stat
 import sys
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 STATE = ".gen-problems"
 MANIFEST = "manifest.json"
 JOURNAL = "journal.json"
 LOCK = "lock"
 BACKUP = "backup"
+KEPT = "exams"  # earlier exams' records, each in a folder of its own
 TEX_FAILURE = "tex-failure"
 WORK_PREFIX = "work-"
 MAX_STATE_BYTES = 64 << 20  # a manifest lists a class's files: some 100 bytes a file
@@ -64,6 +73,7 @@ class OutputFolder:
         self._work_lock = None
         self.made: list[Path] = []  # the folders this run made, deepest first
         self.committed = False
+        self.kept: list[Path] = []  # files of the earlier set this run's commit kept
 
     # -- opening: before anything is solved ------------------------------------------------
 
@@ -146,24 +156,31 @@ class OutputFolder:
             if not resolved.is_relative_to(root):
                 continue
             relative = resolved.relative_to(root)
+            if relative.parts[:2] == (STATE, KEPT):
+                continue  # a kept record is never replaced nor removed
             if (relative.as_posix() in names | owned or relative.parts[0] in folders | {STATE}):
                 raise OutputRefused(f"{given} is an input but also where --out {self.path} writes "
                                   f"its outputs: move it, or choose another --out")
 
     # -- committing: after everything is solved and rendered -------------------------------
 
-    def commit(self, documents: dict[str, str | bytes | Path], inputs: list[Path] = ()) -> list[Path]:
-        """Replace the current set with ``documents`` (relative path -> content), all or nothing."""
+    def commit(self, documents: dict[str, str | bytes | Path], inputs: list[Path] = (),
+               keep: Callable[[str, Path], str | None] | None = None) -> list[Path]:
+        """Replace the current set with ``documents`` (relative path -> content), all or nothing.
+        ``keep(name, path)`` names the folder under ``.gen-problems/exams/`` where a file of the
+        current set is kept before it is replaced or removed (None: not kept); a file the new
+        set holds again byte for byte is not kept (``self.kept`` lists the copies made)."""
         staged = self.workspace("staged")
         try:
             with self._locked():
                 self._recover()  # another run may have been killed since this one opened
                 old = self.owned_files()
-                plan = _Plan(self, documents, old, staged)
+                plan = _Plan(self, documents, old, staged, keep)
                 plan.check(inputs)
                 plan.stage(documents)
                 plan.apply()
                 self.committed = True
+                self.kept = [self.path / name for name in plan.kept]
         except OSError as error:
             raise OutputError(f"cannot write the new set to {self.path}/ "
                               f"({describe(error, self.path)}); the earlier files are as they were"
@@ -215,12 +232,14 @@ class OutputFolder:
 class _Plan:
     """One commit: which files are created, replaced or removed, and how to undo it."""
 
-    def __init__(self, folder: OutputFolder, documents: dict, old: set[str], staged: Path):
+    def __init__(self, folder: OutputFolder, documents: dict, old: set[str], staged: Path,
+                 keep=None):
         self.folder = folder
         self.root = folder.path
         self.backup = folder.state / BACKUP
         self.staged = staged
-        names = set(documents) | {f"{STATE}/{MANIFEST}"}
+        self.kept = _kept_copies(self.root, documents, old, keep) if keep else {}
+        names = set(documents) | {f"{STATE}/{MANIFEST}"} | set(self.kept)
         self.stale = sorted(name for name in old - names if (self.root / name).exists())
         self.replaced = sorted(name for name in names if (self.root / name).exists())
         self.created = sorted(names - set(self.replaced))
@@ -248,6 +267,9 @@ class _Plan:
         mode = 0o666 & ~current_umask()
         manifest = json.dumps({"tool": "gen-problems", "files": sorted(documents)}, indent=1)
         for name in self.names:
+            if name in self.kept:  # a copy of the earlier set's file, with its mode
+                _copy_file(self.root / self.kept[name], self.staged / name)
+                continue
             content = manifest if name == f"{STATE}/{MANIFEST}" else documents[name]
             target = self.root / name
             keep = target.stat().st_mode & 0o7777 if name in self.replaced else mode
@@ -283,6 +305,58 @@ class _Plan:
             _remove_empty_parents(self.root / name, self.root)
 
 
+def _kept_copies(root: Path, documents: dict, old: set[str], keep) -> dict[str, str]:
+    """{where each kept copy goes: the earlier set's file it copies}.  A file is kept when
+    ``keep`` names a folder for it, unless the new set holds it again unchanged or a copy
+    already kept holds the same bytes; a folder name already taken gets -2, -3, ..."""
+    linked = _link_on_the_way(root, f"{STATE}/{KEPT}") is not None  # check() refuses: read nothing
+    kept = {}
+    for name in sorted(old):
+        current = root / name
+        if (not current.is_file() or _link_on_the_way(root, name)
+                or _same_content(current, documents.get(name))):
+            continue
+        folder = keep(name, current)
+        if folder is None or not _plain_name(folder) or "/" in folder:
+            continue
+        for number in range(1, 1000):
+            where = f"{STATE}/{KEPT}/{folder}{f'-{number}' if number > 1 else ''}/{current.name}"
+            if linked or not os.path.lexists(root / where):
+                kept[where] = name
+                break
+            if _same_content(root / where, current):
+                break  # kept already
+    return kept
+
+
+def _same_content(path: Path, content) -> bool:
+    """Whether the file ``path`` holds exactly ``content`` (text, bytes, or another file)."""
+    if content is None:
+        return False
+    try:
+        if isinstance(content, Path):
+            return (content.stat().st_size == path.stat().st_size
+                    and filecmp.cmp(path, content, shallow=False))
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """A durable copy of ``source`` (never read through a link), with its mode."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as reader:
+        mode = os.fstat(descriptor).st_mode & 0o7777
+        written = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(written, "wb") as writer:
+            shutil.copyfileobj(reader, writer)
+            writer.flush()
+            os.fchmod(writer.fileno(), mode)
+            os.fsync(writer.fileno())
+
+
 def _roll_back(root: Path, backup: Path, changes: dict) -> None:
     """Put the earlier set back: remove the files the commit placed, restore the ones it
     replaced.  Only a file that is still the one the commit placed (the same inode) is
@@ -291,7 +365,7 @@ def _roll_back(root: Path, backup: Path, changes: dict) -> None:
     for name in changes["created"]:
         if _is_placed(root / name, placed.get(name)):
             (root / name).unlink()
-            _remove_empty_parents(root / name, root)
+        _remove_empty_parents(root / name, root)  # made for it, placed or not
     for name in changes["replaced"]:
         if os.path.lexists(backup / name) and (not os.path.lexists(root / name)
                                                or _is_placed(root / name, placed.get(name))):

@@ -120,6 +120,7 @@ class DocumentInfo:
     extra: tuple = ()  # --config's [extra] texts, (name, text) pairs, for a teacher's templates
     exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
     table_places: int = 4  # ... with this many decimals, which the softmax working uses too
+    practice: bool = False  # a practice set (readable ids): its record need not be kept
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ against the independent numpy pipeline.  The CLI and the tests both call this.
 from __future__ import annotations
 
 import argparse  # the run's options: the command line's Namespace, or a test's
+import shlex
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -159,28 +161,51 @@ def softmax_steps(sets: dict[int, list[Question]]):
 
 
 def draw_command(args: argparse.Namespace, seed: int) -> str:
-    """The options that fix a random set, so the documents can say how to draw it again."""
+    """The command that writes this random set again: every option that fixes the draw, the
+    header texts, the formats and --pdf; each value quoted for a shell (``shell_word``)."""
     budget = budget_of(args)
-    size = f"--{budget[0]} {budget[1]}" if budget else f"--count {problem_count(args)}"
-    words = [f"--seed {seed}", size, f"--difficulty {args.difficulty or 'medium'}"]
+    size = ("--" + budget[0], budget[1]) if budget else ("--count", problem_count(args))
+    words = [("--seed", seed), size, ("--difficulty", args.difficulty or "medium")]
     if args.practice:
-        words.append("--practice")
+        words.append(("--practice",))
     elif args.key_file:
-        words.append(f"--key-file {args.key_file}")
+        words.append(("--key-file", args.key_file))
     if args.tokens:
-        words.append(f"--tokens {args.tokens[0]}-{args.tokens[1]}")
+        words.append(("--tokens", f"{args.tokens[0]}-{args.tokens[1]}"))
     for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
         if getattr(args, name) is not None:
-            words.append(f"--{name.replace('_', '-')} {getattr(args, name)}")
+            words.append(("--" + name.replace("_", "-"), getattr(args, name)))
     if args.types:
-        words.append(f"--types {','.join(args.types)}")
+        words.append(("--types", ",".join(args.types)))
     if args.scale is not None:
-        words.append(f"--scale {args.scale}")
+        words.append(("--scale", args.scale))
     if args.no_calculator:
-        words.append("--no-calculator")
+        words.append(("--no-calculator",))
     if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
-        words.append(f"--decimals {args.decimals}")
-    return "gen-problems " + " ".join(words)
+        words.append(("--decimals", args.decimals))
+    for name in ("config", "title", "course", "institution", "date", "instructions", "templates"):
+        if getattr(args, name, None) is not None:
+            words.append(("--" + name, getattr(args, name)))
+    if args.format:
+        words.append(("--format", ",".join(dict.fromkeys(args.format))))
+    if args.pdf:
+        words.append(("--pdf",))
+    return "gen-problems " + " ".join(" ".join(map(shell_word, word)) for word in words)
+
+
+def shell_word(value) -> str:
+    """A value as one word for a POSIX shell: quoted where it must be (shlex.quote); in
+    $'...' (bash, zsh, POSIX 2024) where it holds a line break or another control character,
+    written as its escape, so that the command stays on one line."""
+    text = str(value)
+    if not any(unicodedata.category(c) in CONTROLS for c in text):
+        return shlex.quote(text)
+    return "$'" + "".join(SHELL_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if unicodedata.category(c)
+                                                    in CONTROLS else c) for c in text) + "'"
+
+
+CONTROLS = ("Cc", "Zl", "Zp")  # control characters, and the line and paragraph separators
+SHELL_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def _solved_all(specs: dict[int, Sequence[ProblemSpec]], on_solved) -> list[Question]:

@@ -133,6 +133,10 @@ def why_not_drawable(kind: str, options: DrawOptions) -> str | None:
         reason = _why_not_without_a_calculator(kind, options)
         if reason:
             return reason
+    if (options.embeddings == "one-hot" and options.weights in ("identity", "diagonal")
+            and options.tokens[1] < (least := min(options.d_model, max(options.d_k, options.d_v)))):
+        return (f"one-hot tokens times {options.weights} weights leave a column of Q, K or V "
+                f"all 0 unless there are at least {least} tokens; use --tokens {least}")
     if options.tokens[1] < TYPES[kind].min_tokens:
         return f"it needs at least {TYPES[kind].min_tokens} tokens"
     return TYPES[kind].not_drawable(options)
@@ -343,8 +347,10 @@ def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:
 def _weights(rng, kind: str, rows: int, columns: int) -> np.ndarray:
     if kind == "identity":
         return np.eye(rows, columns)
-    if kind == "diagonal":  # signed, so that easy sets vary: scores of either sign
-        return np.eye(rows, columns) * rng.choice(DIAGONAL_ENTRIES, size=columns)
+    if kind == "diagonal":  # signed, so that easy sets vary: scores of either sign; wider than
+        # tall, the diagonal wraps round, so that no column is 0 (worthiness: no zero column)
+        wrapped = np.tile(np.eye(rows), (1, -(-columns // rows)))[:, :columns]
+        return wrapped * rng.choice(DIAGONAL_ENTRIES, size=columns)
     if kind == "integer":
         return rng.choice([-1, 0, 1], p=[0.25, 0.4, 0.35], size=(rows, columns)).astype(float)
     return np.round(rng.standard_normal((rows, columns)), 2)

@@ -37,6 +37,17 @@ def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | 
                     papers=keys, info=info)
 
 
+def moodle_notes() -> list[str]:
+    """What a teacher should know before setting the bank as a quiz: Moodle makes a cloze
+    question's mark the sum of its gap weights (question/type/multianswer/questiontype.php,
+    qtype_multianswer_extract_question; the XML import reads no <defaultgrade> for a cloze
+    question, and its edit form has no mark), so only the quiz can hold the paper's marks."""
+    return ["moodle.xml: Moodle makes a cloze question's mark the sum of its gap weights, which "
+            "keep the paper's proportions but not its marks; after adding the questions to a "
+            "quiz, set each one's maximum mark to the marks in its name and the quiz's maximum "
+            "grade to the paper's total (Quiz, Questions)"]
+
+
 def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
                     workspace: Path | None = None) -> dict[str, str | Path]:
     """One practice page per version: practice.html, or practice/version-NN.html (written

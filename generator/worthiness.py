@@ -3,6 +3,8 @@
 A candidate is rejected when a question would be trivial or unpleasant by hand:
   - a zero row in X, Q, K or V, or two equal rows in one of them or in the raw
     scores (two tokens alike, or a row of the working that merely repeats another);
+  - a zero column in Q, K or V, or a zero row or column in the output (a dimension
+    that carries nothing: a whole column of the working is 0), in each head too;
   - at easy and medium, an entry of Q, K or V beyond ``QKV_BOUND`` or a raw score
     beyond ``SCORE_BOUND`` (both integers there by construction);
   - a scaled score beyond ``SCALED_BOUND`` (e^6 ≈ 403 is as far as a calculator
@@ -49,6 +51,7 @@ class Candidate:
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
     steps = attention_steps(candidate.given, candidate.mask, candidate.scale)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
+            and all(_no_zero_lines(steps[name]) for name in ("Q", "K", "V", "output"))
             and len({tuple(row) for row in steps["scores"].tolist()}) == len(steps["scores"])
             and _within_bounds(steps, difficulty)
             and _readable_weights(steps["weights"], candidate.mask, decimals))
@@ -80,6 +83,7 @@ def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
         part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
         steps = attention_steps(part, scale=candidate.scale)
         if (not all(_distinct_nonzero_rows(part[name]) for name in "QKV")
+                or not _no_zero_lines(steps["output"])
                 or np.abs(steps["scaled"]).max() > SCALED_BOUND
                 or not _readable_weights(steps["weights"], "none", decimals)):
             return False
@@ -113,6 +117,12 @@ def clear_top_tokens(candidate: Candidate, decimals: int) -> list[int]:
 
 def _no_zero_rows(matrix: np.ndarray) -> bool:
     return bool(np.all(np.any(matrix != 0, axis=1)))
+
+
+def _no_zero_lines(matrix: np.ndarray) -> bool:
+    """No row and no column all zero (a sum that cancels to 1e-12 counts as zero)."""
+    nonzero = np.abs(matrix) > 1e-12
+    return bool(np.all(nonzero.any(axis=1)) and np.all(nonzero.any(axis=0)))
 
 
 def _distinct_nonzero_rows(matrix: np.ndarray) -> bool:

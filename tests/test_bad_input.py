@@ -101,6 +101,11 @@ def test_unreadable_files(tmp_path, run_cli, text, suffix, expected):
     (["--count", "ten"], "argument --count: invalid int value: 'ten'"),
     (["--decimals", "-1"], "--decimals must be a whole number from 0 to 10"),
     (["--format", "docx"], "unknown format 'docx' (expected some of: md, json, html, moodle, qti)"),
+    (["--format", "moodel"], "unknown format 'moodel' (did you mean 'moodle'? expected some of"),
+    (["--format", "html,pdf"], "unknown format 'pdf' (the PDFs come with --pdf, not --format pdf;"),
+    (["--types", "ful"], "unknown question type 'ful' (did you mean 'full'? expected some of"),
+    (["--types", "full,mased"], "unknown question type 'mased' (did you mean 'masked'?"),
+    (["--types", "softmax-jacobean"], "(did you mean 'softmax-jacobian'?"),
     (["--colour"], "unrecognized arguments: --colour"),
     (["--templates", "/no/such/folder"], "--templates /no/such/folder: no such folder"),
 ])

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
+from conftest import folder_files
 from generator.exam_key import load_or_create_key
 
 ALL_TYPES = "full,row,mistake,permute,masked,heads,concept"
@@ -234,3 +237,43 @@ def test_a_long_redraw_command_wraps_inside_the_margin(tmp_path, run_cli):
     from generator.pdf import compile_pdfs
     log = compile_pdfs({"answers.tex": (tmp_path / "o" / "answers.tex").read_text()})["answers.pdf"].log
     assert "Overfull" not in log
+
+
+def test_the_printed_redraw_command_writes_the_same_set_again(tmp_path, run_cli, monkeypatch):
+    """Every option that shapes the set is in the command, each value quoted for a shell: a
+    title with a quote and a $, a line break in the instructions, paths with spaces."""
+    monkeypatch.chdir(tmp_path)
+    Path("my roster.csv").write_text("id,name\na1,Ann\nb2,Bob\n")
+    Path("course 1.toml").write_text('institution = "Uni"\n[extra]\nroom = "B12"\n')
+    given = ["--count", "2", "--seed", "5", "--title", "Mid-term: it's $HOME", "--course",
+             "ML 101", "--date", "1 May", "--instructions", "Line one\nline two", "--config",
+             "course 1.toml", "--students", "my roster.csv", "--scale", "sqrt(2)/4",
+             "--format", "html,moodle", "--format", "md"]
+    assert run_cli(*given, "--out", "a")[0] == 0
+    key = Path("a/answers.md").read_text()
+    command = re.search(r"drawn again by (`+) ?(gen-problems .+?) ?\1\.", key).group(2)
+    assert "\n" not in command
+    # The shell's own reading of the command (bash: $'...' for the line break).
+    printed = "printf '%s\\0' " + command.removeprefix("gen-problems ")
+    words = subprocess.run(["bash", "-c", printed], capture_output=True, text=True,
+                           check=True).stdout.split("\0")[:-1]
+    for option in ("--title", "--course", "--date", "--instructions", "--config", "--students",
+                   "--scale", "--format"):
+        assert option in words, option
+    assert words[words.index("--title") + 1] == "Mid-term: it's $HOME"
+    assert words[words.index("--instructions") + 1] == "Line one\nline two"
+    assert run_cli(*words, "--out", "b")[0] == 0
+    first, again = folder_files(Path("a")), folder_files(Path("b"))
+    assert sorted(first) == sorted(again)
+    assert "moodle.xml" in first and "practice/version-01.html" in first
+    assert all(first[name] == again[name] for name in first if not name.startswith(".gen-problems"))
+
+
+def test_the_redraw_command_asks_for_the_pdfs_it_had():
+    from generator.cli import build_parser
+    from generator.pipeline import draw_command
+    args = build_parser().parse_args(["--count", "3", "--pdf", "--templates", "my templates",
+                                      "--institution", "Uni", "--format", "qti"])
+    args.decimals = 4
+    assert draw_command(args, 9).endswith(
+        " --institution Uni --templates 'my templates' --format qti --pdf")

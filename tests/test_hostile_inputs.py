@@ -258,8 +258,8 @@ def test_the_printed_key_is_this_runs_even_when_another_run_lands_after_it(tmp_p
     out = tmp_path / "out"
     commit, written = OutputFolder.commit, []
 
-    def commit_then_another_run_lands(self, documents, inputs=()):
-        paths = commit(self, documents, inputs)
+    def commit_then_another_run_lands(self, documents, inputs=(), **keeping):
+        paths = commit(self, documents, inputs, **keeping)
         written.append((out / "answers.md").read_text(encoding="utf-8"))
         (out / "answers.md.new").write_text("# ANOTHER RUN'S KEY\n", encoding="utf-8")
         os.replace(out / "answers.md.new", out / "answers.md")

@@ -134,3 +134,41 @@ def test_the_general_feedback_is_html_without_markdown(bank):
     for question, _ in questions(bank):
         feedback = question.findtext("generalfeedback/text")
         assert "**" not in feedback  # the Markdown bold as <b>, not as asterisks
+
+
+def moodle_mark(text: str) -> float:
+    """A cloze question's mark as Moodle sets it on import: qtype_multianswer_extract_question
+    starts at 0 and adds each gap's weight ({N:...}; 1 when N is empty).  The XML import
+    (qformat_xml::import_multianswer) reads no <defaultgrade>, and the cloze edit form removes
+    the mark field ("meaningless defaultmark"): only a quiz can give the question other marks."""
+    return sum(gap["weight"] for gap in extract_question(text))
+
+
+INSTRUCTION = "set each one's maximum mark to the marks in its name"
+
+
+def test_each_question_names_its_paper_marks_and_the_bank_says_how_to_set_them(bank):
+    root = ElementTree.parse(bank / "moodle.xml").getroot()
+    categories = [q for q in root if q.get("type") == "category"]
+    assert categories and all(INSTRUCTION in c.findtext("info/text") and
+                              c.find("info").get("format") == "html" for c in categories)
+    for question, problem in questions(bank):
+        name = question.findtext("name/text")
+        assert name.startswith(f"{problem['id']} ({problem['marks']} marks): "), name
+        mark = moodle_mark(question.findtext("questiontext/text"))
+        assert mark % problem["marks"] == 0  # the paper's marks times one factor
+        assert float(question.findtext("defaultgrade")) == mark  # as Moodle computes it
+
+
+def test_moodle_takes_the_papers_marks_where_it_can_and_the_run_says_what_to_do(tmp_path, run_cli):
+    code, _, err = run_cli("--types", "concept", "--count", 2, "--seed", 1, "--format", "moodle",
+                           "--out", tmp_path / "concept")
+    assert code == 0
+    for question, problem in questions(tmp_path / "concept"):  # a gap a mark: as on paper
+        assert moodle_mark(question.findtext("questiontext/text")) == problem["marks"]
+    code, _, err = run_cli("--types", "full", "--count", 1, "--seed", 1, "--format", "moodle",
+                           "--out", tmp_path / "full")
+    [(question, problem)] = questions(tmp_path / "full")
+    assert moodle_mark(question.findtext("questiontext/text")) > problem["marks"]  # 396 for 11
+    notes = [line for line in err.splitlines() if "moodle.xml" in line]
+    assert len(notes) == 1 and INSTRUCTION in notes[0] and "maximum grade" in notes[0]

@@ -190,3 +190,47 @@ def test_a_heads_question_draws_longer_before_it_gives_up(monkeypatch):
     monkeypatch.setattr(sampling, "HEADS_ATTEMPTS", 1000)  # a cap the draw does not reach
     with pytest.raises(SpecError, match="no new exam-worthy problem in 1000 draws"):
         sample_set(options, 3, 1, types=("heads",))
+
+
+def zero_lines(matrix: np.ndarray) -> list[str]:
+    """The rows and columns of a matrix that are all 0."""
+    nonzero = np.abs(np.where(np.isinf(matrix), 1.0, matrix)) > 1e-12
+    return ([f"row {i + 1}" for i in np.flatnonzero(~nonzero.any(axis=1))]
+            + [f"column {j + 1}" for j in np.flatnonzero(~nonzero.any(axis=0))])
+
+
+@pytest.mark.parametrize("difficulty, overrides", [
+    ("easy", {}), ("medium", {}), ("hard", {}), ("medium", {"no_calculator": True}),
+    ("medium", {"weights": "diagonal"}), ("easy", {"d_k": 4, "no_calculator": True}),
+    ("medium", {"embeddings": "one-hot", "d_model": 3}),
+])
+def test_no_drawn_problem_has_a_zero_row_or_column(difficulty, overrides):
+    """Issue 30 found an all-zero column of V in 27 of 160 drawn problems (41 of Q): a whole
+    column of the working that is 0.  Every type still draws at every preset, each head too."""
+    from generator.kinds import type_names
+    from generator.sampling import drawable_types
+
+    options = draw_options(difficulty, **overrides)
+    types, _ = drawable_types(type_names(), options, False)
+    assert len(types) >= 8  # every type but heads where it cannot be (easy, diagonal)
+    for seed in range(3):
+        for spec in sample_set(options, seed, 2 * len(types), types=types):
+            for prefix, solution in solve_checked(spec).worked:
+                for step in solution.steps:
+                    if step.name in ("Q", "K", "V", "output"):
+                        assert not zero_lines(step.numeric), (spec.question, prefix + step.name)
+
+
+def test_diagonal_weights_wider_than_the_tokens_wrap_round():
+    options = draw_options("medium", weights="diagonal")  # d_model 3, d_k 4: W_Q is 3 x 4
+    for spec in sample_set(options, 1, 5):
+        w_q = np.array(spec.matrices["W_Q"], dtype=float)
+        assert not zero_lines(w_q)
+        assert all(np.count_nonzero(column) == 1 for column in w_q.T)  # one entry a column
+
+
+def test_options_that_always_leave_a_zero_column_say_why():
+    from generator.sampling import why_not_drawable
+    options = draw_options("medium", embeddings="one-hot", d_model=4, tokens=(2, 2),
+                           weights="diagonal")
+    assert "at least 4 tokens; use --tokens 4" in why_not_drawable("full", options)

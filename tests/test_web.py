@@ -146,7 +146,7 @@ def test_versions_give_a_page_and_a_category_each(tmp_path, run_cli):
 def test_a_slip_in_the_scaled_row_carries_into_its_weights(page, web_run):
     row = page.locator("section.problem[data-problem=M42-2]")
     scaled, weights = row.locator(".part").nth(0), row.locator(".part").nth(1)
-    slipped = [[3.5, -3.0, -1.5]]  # the key has 3, -3, -1.5: a slip in the first entry
+    slipped = [[0.0, 1.0, 0.5]]  # the key has 0.5, 1, 0.5: a slip in the first entry
     fill(scaled.locator("table.grid"), [[str(x) for x in slipped[0]]])
     scaled.locator("button.check").click()
     assert scaled.locator(".marks").text_content() == "2 of 3 right"
@@ -154,7 +154,7 @@ def test_a_slip_in_the_scaled_row_carries_into_its_weights(page, web_run):
     exps = [math.exp(x) for x in slipped[0]]
     own = [f"{e / sum(exps):.4f}" for e in exps]
     fill(weights.locator("table.grid"), [own])
-    weights.locator("input[type=radio][value='0']").check()  # key 1 gets the most attention
+    weights.locator("input[type=radio][value='1']").check()  # key 2 gets the most attention
     weights.locator("button.check").click()
     assert weights.locator(".marks").text_content() == "4 of 4 right \u2713"
 
