@@ -292,6 +292,13 @@ def table_places(softmax_steps, decimals: int) -> int:
                              for line in step.working])
 
 
+def table_quotient(places: int) -> str:
+    """The weight a no-calculator paper shows as its example of a quotient of table values,
+    e^0.5 / (e^0.5 + e^-0.5 + e^0), written as the table prints its values."""
+    powers = [Num.of(sympy.exp(sympy.Rational(k, 2))) for k in (1, -1, 0)]
+    return f"{decimal_text(powers[0], places)}/{printed_sum(powers, places)}"
+
+
 def exponent_places(exponent: Num, power: Num, places: int) -> int:
     """The decimals an exponent is written with so that e^x, on a calculator, gives the power
     as written (at ``places``): e^x magnifies the exponent's rounding, e^6 some 400 times."""

@@ -421,6 +421,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
     environment.filters["num_of"] = lambda x: Num.of(_exact_number(x))
+    environment.globals["table_quotient"] = fmt.table_quotient  # --no-calculator's example
     environment.filters.update(attention_focus=insight.attention_focus,
                                blend_focus=insight.blend_focus, scaling_effect=insight.scaling_effect)
     environment.filters["article"] = _article

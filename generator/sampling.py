@@ -38,6 +38,9 @@ HEADS_ATTEMPTS = 10 * MAX_ATTEMPTS
 DIAGONAL_ENTRIES = (-2, -1, 1, 2, 3)
 # --no-calculator: the exponentials a student may need, printed on the question sheet.
 NO_CALCULATOR_EXPONENTS = tuple(sympy.Rational(k, 2) for k in range(-4, 5))  # -2, -1.5, ..., 2
+# ... and the d_k whose square root (2) halves whole scores into the table; a d_k of 1, 9 or 16
+# keeps scores on the table's steps too, but its small scores seldom pass the draw's checks.
+NO_CALCULATOR_DK = 4
 
 
 @dataclass(frozen=True)
@@ -146,13 +149,15 @@ def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None
     """--no-calculator needs scaled scores that are whole or half numbers: integer entries, and
     a scale that keeps them so (1/sqrt(d_k) with d_k a square, or a rational --scale)."""
     if "decimal" in (options.embeddings, options.weights):
-        return "--no-calculator needs whole-number entries, not two-place decimals"
+        return ("--no-calculator needs whole-number entries, not two-place decimals; use "
+                "--difficulty medium, or --embeddings integer --weights integer")
     heads = TYPES[kind].heads
     d_k = options_for(kind, options).d_k // heads if heads else options.d_k  # as the type draws it
-    if options.scale is None and math.isqrt(d_k) ** 2 != d_k:
+    if options.scale is None and d_k != NO_CALCULATOR_DK:
         where = "each head's" if heads else "the"
-        return (f"--no-calculator: with {where} d_k = {d_k}, scores / sqrt({d_k}) are never in the "
-                f"table; use --dk 4 (or 16), or --scale 1/2")
+        how_often = "seldom" if math.isqrt(d_k) ** 2 == d_k else "never"
+        return (f"--no-calculator: with {where} d_k = {d_k}, scores / sqrt({d_k}) are {how_often} "
+                f"in the table; use --dk {NO_CALCULATOR_DK * (heads or 1)}, or --scale 1/2")
     return None
 
 

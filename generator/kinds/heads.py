@@ -3,7 +3,6 @@ heads, attend in each head, concatenate the heads' outputs and project them by W
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from ..engine import run, solve
@@ -69,11 +68,11 @@ def _check(spec) -> str | None:
 
 
 def _draw_options(options):
-    """Widths that split evenly; without a calculator, each head's d_k a square (4), so that
-    its scores divided by sqrt(d_k) are in the table."""
+    """Widths that split evenly; without a calculator, each head's d_k 4 (whatever --dk says),
+    so that its scores divided by sqrt(d_k) = 2 are in the table."""
     even = [min(MAX_DIMENSION, d + d % 2) for d in (options.d_k, options.d_v)]
     per_head = even[0] // HEADS
-    if options.no_calculator and options.scale is None and math.isqrt(per_head) ** 2 != per_head:
+    if options.no_calculator and options.scale is None and per_head != 4:
         even[0] = 4 * HEADS
     return replace(options, mask="none", d_k=even[0], d_v=even[1])
 
@@ -87,8 +86,9 @@ def read_head(spec, record: dict, where: str):
 
 def _not_drawable(options) -> str | None:
     if options.weights in ("identity", "diagonal"):
+        choices = "integer" if options.no_calculator else "integer or decimal"
         return (f"with {options.weights} weights each head sees only its own half of every "
-                f"token, so some rows are zero; use --weights integer or decimal")
+                f"token, so some rows are zero; use --weights {choices}")
     return None
 
 

@@ -1,0 +1,190 @@
+"""--no-calculator, really: every answer of the key can be worked by hand from the printed table.
+
+Over seeded no-calculator sets of every type (and the 50-minute midterm, one version and six),
+read back from problems.json and the rendered key (answers.md):
+  - every exponential is one of the table's, written as the table prints it;
+  - every division the key asks is a quotient of table values (a softmax weight: an
+    exponential over the row's sum of exponentials, as printed), or a halving by sqrt(d_k) = 2;
+  - every product is short: one factor has at most SHORT significant digits (a small whole
+    number or a half, such as 2, -0.5 or 1.5); the other is a number of the working;
+  - neither document says that a calculator gives the result shown;
+  - the table is printed wherever the question is: questions.md and .tex, each problem of the
+    practice page (its statement, not only the reveal), each Moodle question's text and each
+    Canvas problem's first item.
+
+Known gap, marked xfail: the softmax backward pass (backward, softmax-jacobian) multiplies a
+weight by a gradient, a_j (da_j - a.da), both numbers of four places.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from decimal import Decimal
+
+import pytest
+import sympy
+
+from generator.cli import main
+from generator.sampling import NO_CALCULATOR_EXPONENTS
+
+SHORT = 2  # significant digits of the short factor of every product
+TYPES = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
+         "softmax-jacobian")
+LONG_PRODUCTS = ("backward", "softmax-jacobian")  # the known gap above
+SETS = {f"type-{kind}": ("--types", kind, "--count", 3) for kind in TYPES} | {
+    "midterm": ("--minutes", 50, "--types", "full,masked,heads,backward"),
+    "midterm-versions": ("--minutes", 50, "--types", "full,masked,heads,backward", "--versions", 6),
+}
+NUMBER = r"-?\d+(?:\.\d+)?"
+EXPONENTIAL = re.compile(rf"e\^({NUMBER}) (≈|=) ({NUMBER})")
+QUOTIENT = re.compile(rf"({NUMBER})/({NUMBER})")
+HALVING = re.compile(rf"= ({NUMBER}) / ({NUMBER}) (?:≈|=)")
+PRODUCT = re.compile(rf"\(?({NUMBER})\)?·(\({NUMBER} - |\(?{NUMBER}\)?|\[[^\]]*\])")
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    """Each set drawn once, into a folder of its own."""
+    root = tmp_path_factory.mktemp("no-calculator")
+    for name, options in SETS.items():
+        assert main([*map(str, options), "--no-calculator", "--seed", "30", "--practice",
+                     "--format", "md,json,html,moodle,qti", "--out", str(root / name)]) == 0
+    return {name: root / name for name in SETS}
+
+
+def table(folder) -> dict[str, str]:
+    """The table the set prints: exponent text -> value text."""
+    places = json.loads((folder / "problems.json").read_text())["documents"]["table_places"]
+    return {_text(x): _text(sympy.exp(x).evalf(30), places) for x in NO_CALCULATOR_EXPONENTS}
+
+
+def _text(x, places: int | None = None) -> str:
+    if places is None:
+        return format(Decimal(str(float(x))).normalize(), "f")
+    text = format(Decimal(str(x)).quantize(Decimal(1).scaleb(-places)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def key_lines(folder) -> list[str]:
+    return [line for line in (folder / "answers.md").read_text().splitlines()
+            if line.startswith(("- ", "  →"))]
+
+
+def significant(text: str) -> int:
+    digits = text.strip("()-").replace(".", "").lstrip("0")
+    return len(digits) or 1
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_exponential_is_in_the_table(sets, name):
+    folder = sets[name]
+    printed, seen = table(folder), 0
+    for line in (folder / "answers.md").read_text().splitlines():
+        for x, _, value in EXPONENTIAL.findall(line):
+            assert printed.get(x) == value, line
+            seen += 1
+    assert seen
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_division_is_a_quotient_of_table_values_or_a_halving(sets, name):
+    folder = sets[name]
+    values = set(table(folder).values()) | {"0", "1"}
+    for line in key_lines(folder):
+        if line.startswith("  →"):  # a softmax row's weights: e_j / (the row's printed sum)
+            exponentials = EXPONENTIAL.findall(previous)
+            total = sum(Decimal(v) for _, _, v in exponentials)
+            for numerator, denominator in QUOTIENT.findall(line.split("]")[0]):
+                assert numerator in values and Decimal(denominator) == total, line
+        else:
+            for _, divisor in HALVING.findall(line):
+                assert divisor == "2", line
+            assert "/" not in HALVING.sub("", line), line
+        previous = line
+
+
+def long_products(folder, backward: bool) -> list[str]:
+    """The key's lines with a product of two long factors: of the softmax backward pass
+    (a_j (g_j - a.g), and the softmax Jacobian's a_i (d_ij - a_j)) or, with ``backward`` False,
+    of every other step."""
+    found = []
+    for line in key_lines(folder):
+        for left, right in PRODUCT.findall(line):
+            if (right.endswith(" - ") or line.startswith("- J[")) != backward:
+                continue
+            if right.startswith("["):  # a weight times a row of V: each entry short
+                right = max(right.strip("[]").split(", "), key=significant)
+            if not backward and min(significant(left), significant(right)) > SHORT:
+                found.append(line)
+            if backward and significant(left) > SHORT:
+                found.append(line)
+    return found
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_product_has_a_short_factor(sets, name):
+    assert long_products(sets[name], backward=False) == []
+
+
+@pytest.mark.xfail(strict=True, reason="the softmax backward pass multiplies a weight by a "
+                   "gradient, both of four places")
+@pytest.mark.parametrize("name", ["type-backward", "type-softmax-jacobian", "midterm"])
+def test_the_softmax_backward_products_are_short(sets, name):
+    assert long_products(sets[name], backward=True) == []
+
+
+@pytest.mark.parametrize("name", ["midterm", "type-full", "type-heads"])
+def test_no_document_says_a_calculator_gives_the_result(sets, name):
+    for document in ("questions.md", "answers.md", "questions.tex", "answers.tex"):
+        text = (sets[name] / document).read_text()
+        assert "calculator gives" not in text
+        assert "quotient of table values" in text
+
+
+@pytest.mark.parametrize("name", ["midterm", "midterm-versions", "type-backward"])
+def test_the_table_is_printed_wherever_the_question_is(sets, name):
+    folder = sets[name]
+    printed = table(folder)
+    problems = json.loads((folder / "problems.json").read_text())["problems"]
+    for document in ("questions.md", "questions.tex"):
+        text = (folder / document).read_text()
+        assert all(value in text for value in printed.values())
+    pages = sorted(folder.glob("practice*.html")) + sorted(folder.glob("practice/*.html"))
+    for page in pages:
+        html = page.read_text()
+        statements = re.findall(r'<p class="exponent-table">(.*?)</p>', html)
+        reveals = html.split('class="exponent-table"')
+        assert statements and all(all(v in s for v in printed.values()) for s in statements)
+        assert all("reveal" not in before[-200:].lower() for before in reveals[:-1])
+    assert sum(len(re.findall('class="exponent-table"', p.read_text())) for p in pages) == len(problems)
+    moodle = (folder / "moodle.xml").read_text()
+    texts = re.findall(r"<questiontext.*?</questiontext>", moodle, re.S)
+    assert len(texts) == len(problems)
+    assert all("exponent-table" in text and printed["0.5"] in text for text in texts)
+    with zipfile.ZipFile(folder / "qti.zip") as package:
+        quizzes = [package.read(n).decode() for n in package.namelist()
+                   if n.endswith(".xml") and "manifest" not in n]
+    assert sum(quiz.count("exponent-table") for quiz in quizzes) == len(problems)
+
+
+def test_the_hints_in_errors_work_when_followed(run_cli, tmp_path):
+    """Each error's suggestion, followed, draws the set."""
+    followed = [
+        (("--types", "heads", "--difficulty", "easy"), ("--weights", "integer")),
+        (("--difficulty", "easy", "--types", "full"), ("--dk", "4")),
+        (("--difficulty", "easy", "--types", "full"), ("--scale", "1/2")),
+        (("--difficulty", "hard", "--types", "full"), ("--difficulty", "medium")),
+        (("--difficulty", "hard", "--types", "full"), ("--embeddings", "integer", "--weights", "integer")),
+        (("--dk", "3", "--types", "full"), ("--dk", "4")),
+    ]
+    for n, (args, hint) in enumerate(followed):
+        common = ("--no-calculator", "--count", 3, "--seed", 5, "--practice", "--format", "json")
+        code, _, err = run_cli(*common, *args, "--out", tmp_path / f"a{n}")
+        assert code == 2 and " ".join(hint) in err, err
+        code, _, err = run_cli(*common, *args, *hint, "--out", tmp_path / f"b{n}")
+        assert code == 0, err
+    for dk in ("2", "4", "6"):  # heads: each head's d_k is 4 whatever --dk says
+        assert run_cli("--no-calculator", "--types", "heads", "--count", 2, "--dk", dk, "--practice",
+                       "--format", "json", "--out", tmp_path / f"h{dk}")[0] == 0
