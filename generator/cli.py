@@ -33,7 +33,7 @@ from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .forked import WorkerDied, write_in_child
 from .formatting import table_places
 from .inputs import InputError, check_folder, refuse_loop
-from .output import OutputError, OutputFolder, OutputRefused, describe
+from .output import COMMITTING, OutputError, OutputFolder, OutputRefused, describe
 from .paper import HEADER_FIELDS, DocumentInfo, answer_keys, header_fields, question_papers
 from .pdf import PdfBuild, SplitError, TexError, TexMissing, WarmTex, require_tex
 from .progress import RunProgress
@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         with _stops_as_interrupts():
             return run(build_parser().parse_args(argv))
     except KeyboardInterrupt:
-        print("gen-problems: interrupted; the output folder is as it was", file=sys.stderr)
+        print("gen-problems: interrupted; " + ("the new set had been written in full"
+                                               if LANDED.is_set() else
+                                               "the output folder is as it was"), file=sys.stderr)
         return EXIT_INTERRUPTED
     except (UsageError, SpecError, InputError, TexMissing, OutputRefused) as error:
         print(f"gen-problems: error: {one_line(error)}", file=sys.stderr)
@@ -214,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
             _unless_stopped()
             printed = held_for_terminal(args, documents)  # this run's own, whatever lands later
             paths = folder.commit(documents, inputs, keep=kept_folder)
+            LANDED.set()
+            _unless_stopped()  # a stop that came while the set was put in place
     print_to_terminal(printed)
     notes += [f"kept the earlier exam's record: --problem CODE --record {shlex.quote(str(kept))} "
               f"sets its problems again" for kept in folder.kept]
@@ -387,6 +391,7 @@ def first_line(text: str) -> str:
 
 STOPS = (signal.SIGINT, signal.SIGTERM)
 STOP_REQUESTED = threading.Event()
+LANDED = threading.Event()  # the new set is in place: a stop from then on cannot undo it
 
 
 @contextlib.contextmanager
@@ -396,6 +401,7 @@ def _stops_as_interrupts():
     cannot be passed on (a stop that lands in an import's clean-up callback is printed as
     "Exception ignored" and the run goes on); ``_unless_stopped`` asks before the set lands."""
     STOP_REQUESTED.clear()
+    LANDED.clear()
     if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         yield
         return
@@ -413,6 +419,8 @@ def _stops_as_interrupts():
 
 def _raise_interrupt(signum, frame):
     STOP_REQUESTED.set()
+    if COMMITTING.is_set():  # the set is being put in place: it lands whole, then the run stops
+        return
     raise KeyboardInterrupt
 
 
@@ -512,6 +520,8 @@ def entry() -> None:
     gc.freeze()  # what the imports made is never garbage: never look at it again
     gc.set_threshold(100_000, 50, 100)  # sympy makes many short-lived cycles: collect rarely
     code = main()
+    for stop in STOPS:  # the run has ended and said so: a stop now would only garble that
+        signal.signal(stop, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

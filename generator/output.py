@@ -34,6 +34,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
@@ -46,6 +47,11 @@ KEPT = "exams"  # earlier exams' records, each in a folder of its own
 TEX_FAILURE = "tex-failure"
 WORK_PREFIX = "work-"
 MAX_STATE_BYTES = 64 << 20  # a manifest lists a class's files: some 100 bytes a file
+
+
+# Set while a commit puts a set in place: a stop (Ctrl-C) then waits until the folder holds
+# a whole set again, so that what the run says of it is true (the CLI's stop handler reads it).
+COMMITTING = threading.Event()
 
 
 class OutputError(Exception):
@@ -178,7 +184,11 @@ class OutputFolder:
                 plan = _Plan(self, documents, old, staged, keep)
                 plan.check(inputs)
                 plan.stage(documents)
-                plan.apply()
+                COMMITTING.set()
+                try:
+                    plan.apply()
+                finally:
+                    COMMITTING.clear()
                 self.committed = True
                 self.kept = [self.path / name for name in plan.kept]
         except OSError as error:

@@ -42,6 +42,9 @@ FAULTY_RUN = textwrap.dedent('''\
                     os.kill(os.getpid(), signal.SIGKILL)
                 if fault == "interrupt":
                     raise KeyboardInterrupt
+                if fault == "signal":  # a real Ctrl-C, landing while the set is put in place
+                    os.kill(os.getpid(), signal.SIGINT)
+                    return real_replace(source, target, *args, **kwargs)
                 raise OSError(errno.EPERM, "Operation not permitted", str(target))
         return real_replace(source, target, *args, **kwargs)
     os.replace = replace
@@ -192,6 +195,20 @@ def test_ctrl_c_while_writing_exits_130_with_the_earlier_set(earlier_set, at):
     assert result.stderr == "gen-problems: interrupted; the output folder is as it was\n"
     assert the_set(out) == before
     assert no_leftovers(out)
+
+
+@pytest.mark.parametrize("at", [1, 3, FILES_IN_A_SET + 1])
+def test_a_stop_while_the_set_is_put_in_place_lands_it_whole_and_says_so(tmp_path, earlier_set, at):
+    """A stop amid the renames waits for the last one: the folder then holds the whole new
+    set, and the line says so (it once said "as it was" beside the new set)."""
+    out, _ = earlier_set
+    result = faulty_gen(out, "signal", at, "--count", 3, "--seed", 2)
+    assert result.returncode == 130
+    assert result.stderr == "gen-problems: interrupted; the new set had been written in full\n"
+    assert gen("--count", 3, "--seed", 2, "--out", tmp_path / "clean").returncode == 0
+    landed = {name: data for name, data in the_set(out).items()
+              if not name.startswith(".gen-problems/exams/")}  # the earlier exam's record, kept
+    assert landed == the_set(tmp_path / "clean")
 
 
 def test_ctrl_c_while_solving_exits_130_with_the_earlier_set(earlier_set):
