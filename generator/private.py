@@ -65,3 +65,18 @@ def private_cache(name: str) -> Path | None:
     except OSError:
         return None
     return None if untrusted_reason(folder) else folder
+
+
+def last_used_time(path: Path) -> float:
+    """When a cached file or folder was last used (``mark_used``), to keep the latest few."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def mark_used(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # a read-only cache still serves what it holds

@@ -29,7 +29,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from .private import private_cache
+from .private import last_used_time, mark_used, private_cache
 
 CONFINE_LUA = Path(__file__).resolve().with_name("texconfine.lua")
 BUILT_IN = "built-in"
@@ -91,7 +91,7 @@ def font_cache(templates: Path | None, work: Path) -> Path:
         folder = work / "font-cache"
         folder.mkdir(exist_ok=True)
         return folder
-    _touch(folder)
+    mark_used(folder)
     if domain != BUILT_IN:
         prune(folder.parent)
     return folder
@@ -113,19 +113,5 @@ def prune(caches: Path, keep: int = KEPT_FONT_CACHES) -> None:
     """Only the caches of the template folders used last stay (with CJK fonts one is
     several megabytes); the built-in templates' cache always stays."""
     others = [path for path in caches.iterdir() if path.name != BUILT_IN and path.is_dir()]
-    for old in sorted(others, key=_last_used, reverse=True)[keep:]:
+    for old in sorted(others, key=last_used_time, reverse=True)[keep:]:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def _last_used(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)
-    except OSError:
-        pass  # a read-only cache still serves its fonts

@@ -27,7 +27,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from .private import private_cache
+from .private import last_used_time, mark_used, private_cache
 from .texjail import jailed
 
 BEGIN_DOCUMENT = "\\begin{document}"
@@ -89,7 +89,7 @@ def format_for(source: str, environment: dict[str, str]) -> Path | None:
     key = hashlib.sha256(f"{identity}\n{preamble}".encode()).hexdigest()[:32]
     for candidate in sorted(folder.glob(f"{key}-*.fmt")):
         if intact(candidate):
-            _touch(candidate)
+            mark_used(candidate)
             return candidate
         candidate.unlink(missing_ok=True)
     return build(folder, key, preamble, environment)
@@ -136,7 +136,7 @@ def build(folder: Path, key: str, preamble: str, environment: dict[str, str]) ->
 
 def prune(folder: Path, keep: int = KEPT_FORMATS) -> None:
     """Only the formats used last stay: each is several megabytes."""
-    formats = sorted(folder.glob("*.fmt"), key=_last_used, reverse=True)
+    formats = sorted(folder.glob("*.fmt"), key=last_used_time, reverse=True)
     for old in formats[keep:]:
         old.unlink(missing_ok=True)
 
@@ -155,17 +155,3 @@ def tex_identity() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return "\n".join(stamps) if len(files) == 3 else None  # no mylatexformat: the plain path
-
-
-def _last_used(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)
-    except OSError:
-        pass  # a read-only cache still serves its formats
