@@ -325,7 +325,8 @@ def _jacobian_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -
 
 
 def _softmax_backward_row(index: int, weights, upstream, num: Evaluator) -> "SoftmaxBackwardRow":
-    if all(x.exact.is_Rational for x in (*weights, *upstream)):  # a row given to a few places
+    if (all(x.exact.is_Rational for x in (*weights, *upstream))  # a row given to a few places
+            and not all(a.exact.is_Integer for a in weights)):
         dot = num(sympy.Add(*(a.exact * g.exact for a, g in zip(weights, upstream))))
         result = tuple(num(a.exact * (g.exact - dot.exact)) for a, g in zip(weights, upstream))
         return SoftmaxBackwardRow(index, weights, upstream, dot, result)
