@@ -314,7 +314,7 @@ def _softmax_backward_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Eval
 def _jacobian_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     """J_ij = a_i (delta_ij - a_j) for one row a of weights."""
     a = inputs[0].entries[0]
-    working = tuple(JacobianEntry(i, j, a[i], a[j], num(a[i].exact * ((i == j) - a[j].exact))
+    working = tuple(JacobianEntry(i, j, a[i], a[j], num(a[i].exact * (int(i == j) - a[j].exact))
                                   if a[i].exact.is_Rational and a[j].exact.is_Rational else
                                   Num(sympy.Mul(a[i].exact, sympy.Add(int(i == j), -a[j].exact,
                                                                       evaluate=False), evaluate=False),
@@ -325,6 +325,11 @@ def _jacobian_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -
 
 
 def _softmax_backward_row(index: int, weights, upstream, num: Evaluator) -> "SoftmaxBackwardRow":
+    if (all(x.exact.is_Rational for x in (*weights, *upstream))  # a row given to a few places
+            and not all(a.exact.is_Integer for a in weights)):
+        dot = num(sympy.Add(*(a.exact * g.exact for a, g in zip(weights, upstream))))
+        result = tuple(num(a.exact * (g.exact - dot.exact)) for a, g in zip(weights, upstream))
+        return SoftmaxBackwardRow(index, weights, upstream, dot, result)
     dot = num.blend(tuple(zip(weights, upstream)), weights_sum_to_one=False)
     result = tuple(num(sympy.S.Zero) if a.exact == 0 else Num(
         sympy.Mul(a.exact, sympy.Add(g.exact, -dot.exact, evaluate=False), evaluate=False),

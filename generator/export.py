@@ -164,6 +164,8 @@ def spec_record(spec: ProblemSpec) -> dict:
         record["head"] = spec.head
     if spec.ask is not None:
         record["ask"] = list(spec.ask)
+    if spec.places is not None:
+        record["places"] = spec.places
     return record
 
 

@@ -29,6 +29,8 @@ from .teacher_text import text_fault
 SECONDS = {
     "product term": (5, 5),        # a·b of small integers or short decimals, added on
     "long product term": (8, 20),  # a·b with a weight or a gradient in it (four places)
+    "short weight term": (8, 10),  # a two-place weight times a gradient (no calculator: the
+                                   # softmax backward pass's row of weights given to two places)
     "product entry": (5, 5),       # writing the entry down
     "scaling": (10, 5),            # one score times the scale (halved, without a calculator)
     "masking": (3, 3),             # one -inf
@@ -72,9 +74,13 @@ def _step_seconds(step, calculator: bool) -> int:
     if step.kind == "blend":
         return sum(len(line.weights) for line in step.working) * columns * cost("blend term")
     if step.kind == "softmax-backward":  # a row's a·g, then a_j (g_j - a·g) for each entry
+        if _has_short_weights(step):  # a_k·g_k of two-place weights and halves, then a_j (...)
+            return rows * columns * (cost("product term") + cost("short weight term")
+                                     + cost("product entry"))
         return rows * columns * (2 * cost("long product term") + cost("product entry"))
     if step.kind == "jacobian":
-        return rows * columns * (cost("long product term") + cost("product entry"))
+        term = "short weight term" if _has_short_weights(step) else "long product term"
+        return rows * columns * (cost(term) + cost("product entry"))
     if step.kind == "add":
         return rows * columns * (cost("product term") + cost("product entry"))
     per_entry = {"scaling": "scaling", "masking": "masking"}.get(step.kind, "copy entry")
@@ -87,6 +93,14 @@ def _has_long_factors(step) -> bool:
     so that a factor that happens to be 0 changes no estimate."""
     return not all(a.exact.is_Rational and b.exact.is_Rational
                    for line in step.working for a, b in line.pairs)
+
+
+def _has_short_weights(step) -> bool:
+    """A softmax backward step or a Jacobian worked from a row of weights given to a few
+    places (rational), not from softmax's own (irrational, written to four places)."""
+    weights = ([a for line in step.working for a in line.weights] if step.kind == "softmax-backward"
+               else [line.a_i for line in step.working])
+    return all(a.exact.is_Rational for a in weights)
 
 
 def problem_seconds(parts, calculator: bool = True) -> int:

@@ -321,6 +321,9 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple
         if params is not None and form and form.focus:
             focus = TYPES[kind].focus(rng, candidate, params, options.decimals)
             params = None if focus is None else {**params, **focus}
+        if params is not None and options.no_calculator and TYPES[kind].no_calculator:
+            short = TYPES[kind].no_calculator(rng, candidate, params, options.decimals)
+            params = None if short is None else {**params, **short}
         if params is not None:
             return candidate, params
     raise SpecError(f"could not draw problem {index} (a {kind} question): no new exam-worthy "

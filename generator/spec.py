@@ -60,6 +60,9 @@ class ProblemSpec:
     swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
     head: int | None = None  # heads: the one head worked (1 or 2), the other's output given
     ask: tuple[str, ...] | None = None  # backward: its choice parts (None: where the engine shows them)
+    # backward (one row), softmax-jacobian: the row of weights a is given to this many places
+    # (no calculator: a_j times a gradient is then a product with a short factor)
+    places: int | None = None
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
     fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
 

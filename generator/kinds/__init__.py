@@ -60,6 +60,9 @@ class QuestionType:
     # Its own draw choices (spec keys) that every version of a problem shares, as its shape:
     # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts).
     shared: tuple[str, ...] = ()
+    # (rng, candidate, params, decimals) -> the spec keys it adds without a calculator (the
+    # lean part set, a row of weights given to two places), or None to draw again
+    no_calculator: Callable | None = None
 
 
 TYPES: dict[str, QuestionType] = {}

@@ -10,7 +10,7 @@ import numpy as np
 import sympy
 
 from ..crosscheck import attention_steps
-from ..engine import Solution, Step, run, solve
+from ..engine import Num, Solution, Step, run, solve
 from ..exact import shown as shown_text
 from ..questions import (SETUP, TIE, Part, Question, answer_with_slips, given_steps, lettered,
                          shuffled_item, step_parts)
@@ -23,6 +23,7 @@ from .row import read_row
 TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))
 FORWARD = ("Q", "K", "V", "weights")  # what the backward pass reads of the forward one
 UPSTREAM = (-1, -0.5, 0, 0.5, 1)  # the entries a drawn dO takes
+SHORT_PLACES = 2  # without a calculator, the row of weights a is given to two places
 
 
 def backward_question(spec) -> Question:
@@ -32,13 +33,15 @@ def backward_question(spec) -> Question:
     solution = solve(spec)
     shown = tuple(("", symbol(name), solution.step(name)) for name in FORWARD
                   if solution.step(name).kind != "given")
+    if spec.places is not None:
+        shown += (("", "a", weights_row(spec, solution)),)
     if spec.row is None:
         parts, worked = [replace(p, notes=False) for p in gradient_parts(solution)], ()
     else:
         row = row_solution(spec, solution)
         parts = [replace(step_parts(solution, (("dV",),))[0], notes=False),
                  Part("drow", sum(REGISTRY[s.name].marks for s in row.plan if not s.is_given),
-                      tuple(s for s in row.steps if s.kind != "given"), notes=False,
+                      tuple(s for d, s in zip(row.plan, row.steps) if not d.is_given), notes=False,
                       step_marks=tuple(REGISTRY[s.name].marks for s in row.plan if not s.is_given))]
         worked = (("", solution), ("", row))
     parts += choice_parts(spec, solution)
@@ -63,12 +66,59 @@ def gradient_parts(solution) -> list[Part]:
 def row_solution(spec, solution) -> Solution:
     """Row ``spec.row`` of dA = dO V^T, pushed back through softmax and the scaling, from that
     row of A and of dO."""
-    known = {"weights_row": Step("weights_row", "a (given)", "given",
-                                 (solution.step("weights").entries[spec.row],)),
+    known = {"weights_row": weights_row(spec, solution),
              "dO_row": Step("dO_row", "do (given)", "given", (solution.step("dO").entries[spec.row],)),
              "V": solution.step("V")}
     names = ("dweights_row", "dscaled_row") + (() if spec.unscaled else ("dscores_row",))
     return run((*(given_def(name) for name in known), *(REGISTRY[n] for n in names)), spec, known)
+
+
+def weights_row(spec, solution, name: str = "weights_row") -> Step:
+    """Row ``spec.row`` of A, as the softmax backward step reads it: exact, or (``places``,
+    no calculator) rounded to that many places, so that a_j times a gradient is a product
+    with a short factor; the steps after it are worked exactly from the rounded row."""
+    row = solution.step("weights").entries[spec.row]
+    if spec.places is None:
+        return Step(name, "a (given)", "given", (row,))
+    units = rounded_units([a.value for a in row], spec.places)
+    short = tuple(Num(sympy.Rational(u, 10**spec.places), u / 10**spec.places) for u in units)
+    return Step(name, f"a (row {spec.row + 1} of A to {spec.places} places)", "given", (short,))
+
+
+def rounded_units(weights, places: int) -> list[int]:
+    """Each weight rounded to ``places``, in units of 10^-places (halves up)."""
+    return [int(np.floor(w * 10**places + 0.5)) for w in weights]
+
+
+def short_weights(rng, candidate, params: dict, decimals: int) -> dict | None:
+    """Without a calculator: the lean part set (dV and one row of dS), from that row of A
+    given to two places; redrawn where the rounded row would not add up to 1 (its row of
+    dS would not add up to 0) or a weight would show there as 0 or 1."""
+    row = params.get("row")
+    if row is None:
+        focus = focus_row(rng, candidate, params, decimals)
+        if focus is None:
+            return None
+        row = focus["row"]
+    upstream = np.array([[float(x) for x in r] for r in params["matrices"]["dO"]])
+    weights = attention_steps({**candidate.given, "dO": upstream}, candidate.mask,
+                              candidate.scale)["weights"][row]
+    units = rounded_units(list(weights), SHORT_PLACES)
+    if sum(units) != 10**SHORT_PLACES or any(
+            u in (0, 10**SHORT_PLACES) for u, w in zip(units, weights) if w > 0):
+        return None
+    return {"row": row, "places": SHORT_PLACES}
+
+
+def read_places(spec, record: dict, where: str):
+    """``places``: the row of weights given to that many places (no calculator)."""
+    if "places" not in record:
+        return spec
+    places = record["places"]
+    if not isinstance(places, int) or isinstance(places, bool) or not 1 <= places <= 6:
+        raise SpecError(f"{where}: places must be a whole number from 1 to 6, got "
+                        f"{shown_text(places)}")
+    return replace(spec, places=places)
 
 
 CHOICES = ("why-scale", "ignored-key")
@@ -188,9 +238,13 @@ def focus_row(rng, candidate, params: dict, decimals: int) -> dict | None:
 
 
 def read_choices(spec, record: dict, where: str):
-    """A backward question's own keys: ``row`` (dV and that row of dS alone) and ``ask`` (its
+    """A backward question's own keys: ``row`` (dV and that row of dS alone), ``places`` (that
+    row of A given to so many places) and ``ask`` (its
     choice parts, a list of why-scale and ignored-key; without it, those the engine shows)."""
     spec = read_row(spec, record, where) if "row" in record else spec
+    spec = read_places(spec, record, where)
+    if spec.places is not None and spec.row is None:
+        raise SpecError(f"{where}: places gives one row of A to that many places; say which (row)")
     if "ask" not in record:
         return spec
     ask = record["ask"]
@@ -232,8 +286,11 @@ register(QuestionType(
              "ignored-key": "Key {{ part.answer[0] + 1 }} gets the least attention: its column of $A$ "
                             "adds up to ${{ '%.4f' | format(part.answer[1]) }}$. What is true of row "
                             "{{ part.answer[0] + 1 }} of $\\mathrm{d}V$?",
-             "drow": r"Now query {{ spec.row + 1 }} alone. With $a$ and $\mathrm{d}o$ row "
-                     r"{{ spec.row + 1 }} of $A$ and of $\mathrm{d}O$, compute $\mathrm{d}a = "
+             "drow": r"Now query {{ spec.row + 1 }} alone. {% if spec.places %}With $a$, row "
+                     r"{{ spec.row + 1 }} of $A$ to {{ spec.places }} places as given above (work "
+                     r"from it exactly), and $\mathrm{d}o$, row "
+                     r"{{ spec.row + 1 }} of $\mathrm{d}O${% else %}With $a$ and $\mathrm{d}o$ row "
+                     r"{{ spec.row + 1 }} of $A$ and of $\mathrm{d}O${% endif %}, compute $\mathrm{d}a = "
                      r"\mathrm{d}o\, V^{\top}$ (row {{ spec.row + 1 }} of $\mathrm{d}A$), push it "
                      r"back through softmax, $\mathrm{d}\tilde{s}_j = a_j\,(\mathrm{d}a_j - \sum_k "
                      r"a_k\, \mathrm{d}a_k)${% if not spec.unscaled %}, and then through the scaling: "
@@ -244,6 +301,7 @@ register(QuestionType(
              "dX_Q": r"Compute $\mathrm{d}X$, one path at a time: $\mathrm{d}X^{(Q)} = \mathrm{d}Q\, "
                      r"W_Q^{\top}$, $\mathrm{d}X^{(K)} = \mathrm{d}K\, W_K^{\top}$, $\mathrm{d}X^{(V)} = "
                      r"\mathrm{d}V\, W_V^{\top}$, then their sum: $X$ feeds all three projections."},
-    spec_keys=("row", "ask"), read=read_choices, matrices=("dO",), draw_params=draw_upstream,
+    spec_keys=("row", "ask", "places"), read=read_choices, matrices=("dO",),
+    draw_params=draw_upstream,
     in_default_mix=False, shrinks=("given", "tokens", "focus", "d_v", "d_k", "fewer-tokens"),
-    focus=focus_row, shared=("ask",)))
+    focus=focus_row, shared=("ask",), no_calculator=short_weights))

@@ -10,7 +10,7 @@ from ..engine import Step, run, solve
 from ..questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from ..steps import REGISTRY
 from . import SHOWN, QuestionType, register
-from .backward import upstream_and_steps
+from .backward import read_places, short_weights, upstream_and_steps, weights_row
 from .row import read_row
 
 REASONS = (
@@ -27,7 +27,7 @@ REASONS = (
 
 def jacobian_question(spec) -> Question:
     solution = solve(spec)
-    a = Step("arow", "a (given)", "given", (solution.step("weights").entries[spec.row],))
+    a = weights_row(spec, solution, "arow")
     g = Step("grow", "g (given)", "given", (solution.step("dweights").entries[spec.row],))
     worked = run(tuple(REGISTRY[n] for n in ("arow", "grow", "jacobian", "jvp")), spec,
                  known={"arow": a, "grow": g})
@@ -49,9 +49,16 @@ def draw_row_and_upstream(rng, candidate, decimals: int) -> dict | None:
     return {**params, "row": rows[int(rng.integers(len(rows)))]} if rows else None
 
 
+def read_row_and_places(spec, record: dict, where: str):
+    """``row`` (counted from 1) and ``places``: that row of weights given to so many places."""
+    return read_places(read_row(spec, record, where), record, where)
+
+
 register(QuestionType(
     "softmax-jacobian", jacobian_question, "The softmax Jacobian, by hand",
-    ("Token {{ spec.row + 1 }}'s row of attention weights $a$, and the gradient "
+    ("Token {{ spec.row + 1 }}'s row of attention weights $a${% if spec.places %} (to "
+     "{{ spec.places }} places: work from them exactly){% endif %}, "
+     "and the gradient "
      r"$g = \partial L / \partial a$ that reaches it from above:", SHOWN,
      "Softmax couples a row: moving one score moves every weight of the row."),
     prompts={"row-sums": "Why does every row of $J$ sum to 0?"},
@@ -59,6 +66,7 @@ register(QuestionType(
                                         r"= a_i\,(1 - 1) = 0$.")},
     after={"jvp": r"Entry by entry this is $a_j\,(g_j - \sum_k a_k g_k)$: the softmax backward "
                   r"step of the backward pass, which never writes $J$ out."},
-    choice="{{ choice }}", spec_keys=("row",), read=read_row, matrices=("dO",), min_tokens=2,
+    choice="{{ choice }}", spec_keys=("row", "places"), read=read_row_and_places,
+    matrices=("dO",), min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"),
-    draw_params=draw_row_and_upstream, in_default_mix=False))
+    draw_params=draw_row_and_upstream, in_default_mix=False, no_calculator=short_weights))
