@@ -17,7 +17,7 @@ import pytest
 from conftest import folder_files
 from generator import forked, formats, lockstep, pipeline
 from generator.output import OutputFolder
-from test_bad_input import GOOD, assert_one_line_error
+from test_bad_input import assert_one_line_error, previous_output  # noqa: F401 (a fixture)
 
 LIMIT = 120  # seconds for one case: a hang fails the test instead of holding the suite
 TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
@@ -40,16 +40,6 @@ def deadline():
     signal.signal(signal.SIGALRM, previous)
 
 
-@pytest.fixture
-def earlier(tmp_path, run_cli):
-    """An output folder holding an earlier good run, and its files: a failed run keeps them."""
-    out = tmp_path / "out"
-    good = tmp_path / "good.toml"
-    good.write_text(GOOD)
-    assert run_cli("--spec", good, "--out", out)[0] == 0
-    return out, folder_files(out)
-
-
 def loop(folder: Path) -> Path:
     """folder/a -> folder/b -> folder/a."""
     (folder / "a").symlink_to(folder / "b")
@@ -64,8 +54,8 @@ def loop(folder: Path) -> Path:
     ("--config", ["--count", 1]), ("--record", ["--problem", "M42-7"]),
     ("--templates", ["--count", 1]),
 ])
-def test_an_input_that_is_a_link_loop(tmp_path, run_cli, earlier, flag, others):
-    out, before = earlier
+def test_an_input_that_is_a_link_loop(tmp_path, run_cli, previous_output, flag, others):
+    out, before = previous_output
     looped = loop(tmp_path)
     assert_one_line_error(*run_cli(flag, looped, *others, "--out", out),
                           f"{flag} {looped}: a symbolic link that loops")
@@ -81,8 +71,8 @@ def test_an_output_folder_that_is_a_link_loop(tmp_path, run_cli):
     assert sorted(os.listdir(tmp_path)) == ["a", "b"] and os.readlink(looped) == str(tmp_path / "b")
 
 
-def test_a_link_loop_inside_the_template_folder(tmp_path, run_cli, earlier):
-    out, before = earlier
+def test_a_link_loop_inside_the_template_folder(tmp_path, run_cli, previous_output):
+    out, before = previous_output
     mine = tmp_path / "mine" / "latex"
     mine.mkdir(parents=True)
     looped = loop(mine)
@@ -98,9 +88,9 @@ def test_a_link_loop_inside_the_template_folder(tmp_path, run_cli, earlier):
     ("--students", "roster.csv", ["--count", 1]), ("--config", "header.toml", ["--count", 1]),
     ("--record", "problems.json", ["--problem", "M42-7"]),
 ])
-def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, run_cli, earlier, flag, name,
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, run_cli, previous_output, flag, name,
                                                          others):
-    out, before = earlier
+    out, before = previous_output
     fifo = tmp_path / name
     os.mkfifo(fifo)
     assert_one_line_error(*run_cli(flag, fifo, *others, "--out", out),
@@ -112,8 +102,8 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path, run_cli, earli
     ("--key-file", "/dev/zero", ["--count", 1]), ("--spec", "/dev/zero", []),
     ("--config", "/dev/urandom", ["--count", 1]), ("--students", "/dev/null", ["--count", 1]),
 ])
-def test_a_device_is_refused_without_reading_it(tmp_path, run_cli, earlier, flag, device, others):
-    out, before = earlier
+def test_a_device_is_refused_without_reading_it(tmp_path, run_cli, previous_output, flag, device, others):
+    out, before = previous_output
     assert_one_line_error(*run_cli(flag, device, *others, "--out", out),
                           f"{device}: a character device, not a regular file")
     assert folder_files(out) == before
@@ -137,17 +127,17 @@ def sparse(path: Path, size: int) -> Path:
     ("exam.key", 5000, "--key-file", ["--count", 1], "larger than 4 KB; is it an exam key?"),
     ("big.toml", 5 * 2**30, "--spec", [], "larger than 16 MB; is it a problem spec?"),
 ])
-def test_an_oversized_input_is_refused_by_its_size(tmp_path, run_cli, earlier, name, size, flag,
+def test_an_oversized_input_is_refused_by_its_size(tmp_path, run_cli, previous_output, name, size, flag,
                                                    others, expected):
-    out, before = earlier
+    out, before = previous_output
     path = sparse(tmp_path / name, size)
     given = tmp_path / "mine" if flag == "--templates" else path
     assert_one_line_error(*run_cli(flag, given, *others, "--out", out), f"{path}: {expected}")
     assert folder_files(out) == before
 
 
-def test_a_template_that_is_not_utf8_is_named(tmp_path, run_cli, earlier):
-    out, before = earlier
+def test_a_template_that_is_not_utf8_is_named(tmp_path, run_cli, previous_output):
+    out, before = previous_output
     template = tmp_path / "mine" / "markdown" / "answers.md.j2"
     template.parent.mkdir(parents=True)
     template.write_bytes(b"\xff\xfe<< papers >>\n")
@@ -166,8 +156,8 @@ def test_a_template_that_is_not_utf8_is_named(tmp_path, run_cli, earlier):
     ("M999999999999999999999999", "expected an id such as M42-7"),
     ("M" + "9" * 5000, "expected an id such as M42-7"),
 ])
-def test_a_practice_id_with_a_huge_number(tmp_path, run_cli, earlier, problem, expected):
-    out, before = earlier
+def test_a_practice_id_with_a_huge_number(tmp_path, run_cli, previous_output, problem, expected):
+    out, before = previous_output
     code, printed, err = run_cli("--problem", problem, "--out", out)
     assert_one_line_error(code, printed, err, expected)
     assert len(err) < 200  # the id is quoted short
@@ -222,16 +212,16 @@ def assert_worker_died(code, printed, err):
 
 
 @TWO_CORES
-def test_a_killed_child_solving_part_of_the_set(run_cli, earlier, monkeypatch):
-    out, before = earlier
+def test_a_killed_child_solving_part_of_the_set(run_cli, previous_output, monkeypatch):
+    out, before = previous_output
     monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
     monkeypatch.setattr(pipeline, "solve_checked", killed_in_child(pipeline.solve_checked))
     assert_worker_died(*run_cli("--count", 12, "--seed", 6, "--out", out))
     assert folder_files(out) == before
 
 
-def test_a_killed_child_writing_a_format(run_cli, earlier, monkeypatch):
-    out, before = earlier
+def test_a_killed_child_writing_a_format(run_cli, previous_output, monkeypatch):
+    out, before = previous_output
     monkeypatch.setattr(forked, "FORK_FROM", 1)
     monkeypatch.setattr(formats, "render_markdown", killed_in_child(formats.render_markdown))
     assert_worker_died(*run_cli("--count", 2, "--seed", 6, "--out", out))
@@ -239,8 +229,8 @@ def test_a_killed_child_writing_a_format(run_cli, earlier, monkeypatch):
 
 
 @TWO_CORES
-def test_a_killed_child_solving_a_class_ahead(run_cli, earlier, monkeypatch):
-    out, before = earlier
+def test_a_killed_child_solving_a_class_ahead(run_cli, previous_output, monkeypatch):
+    out, before = previous_output
     started = []
     stream = lockstep.stream_from_child
     monkeypatch.setattr(lockstep, "stream_from_child", lambda work: started.append(1) or stream(work))
