@@ -95,12 +95,15 @@ class SoftmaxRow:
 
 @dataclass(frozen=True, slots=True)
 class Blend:
-    """One output row as the weighted sum of the value rows."""
+    """One output row as the weighted sum of the value rows; ``exponentials`` are the softmax
+    row's e^(s_j) (None where masked) when the weights are one, so that a no-calculator key
+    can write the row as one quotient of table values."""
 
     row: int
     weights: tuple[Num, ...]
     values: NumMatrix
     result: tuple[Num, ...]
+    exponentials: tuple[Num | None, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,8 +434,10 @@ def blend_step(weights: Step, v: Step, num: Evaluator, rows_sum_to_one: bool = T
     ``rows_sum_to_one`` is False after the column-wise softmax mistake.
     """
     columns = transpose(v.entries)
+    softmax_rows = {w.row: w.exponentials for w in weights.working} if (
+        weights.kind == "softmax" and rows_sum_to_one) else {}
     working = tuple(Blend(i, row, v.entries, tuple(num.blend(tuple(zip(row, column)), rows_sum_to_one)
-                                                   for column in columns))
+                                                   for column in columns), softmax_rows.get(i))
                     for i, row in enumerate(weights.entries))
     entries = tuple(w.result for w in working)
     return Step(name="output", formula="output = weights V", kind="blend",

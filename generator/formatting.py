@@ -9,6 +9,7 @@ from its full-precision value, and an "≈" says so where the working shows it.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import OrderedDict
 from decimal import ROUND_HALF_UP, Decimal
@@ -20,6 +21,7 @@ from sympy.printing.str import StrPrinter
 
 from . import steps
 from .engine import Num
+from .prose import plain_maths
 
 class _RememberingPrinter(StrPrinter):
     """sympy's str printer, remembering what it printed: an output entry repeats its
@@ -299,6 +301,40 @@ def table_quotient(places: int) -> str:
     return f"{decimal_text(powers[0], places)}/{printed_sum(powers, places)}"
 
 
+@dataclass(frozen=True)
+class QuotientForm:
+    """An output row as one quotient of table values, (e_1·v_1 + e_2·v_2 + …) / (e_1 + e_2 + …):
+    the form a no-calculator key shows, since the student multiplies table values by the
+    value rows' entries and adds, and may leave the one division that is left."""
+
+    terms: tuple  # (e_j, v_j): each unmasked exponential with its value row
+    numerator: tuple[str, ...]  # Σ_j e_j v_jc for each column c, exactly as the terms print
+    denominator: str  # Σ_j e_j as printed
+
+
+def quotient_form(line, places: int) -> QuotientForm | None:
+    """``line`` (a Blend) written over its softmax row's exponentials at ``places``, or None
+    when the weights are no softmax row or a value is not written exactly at ``places`` (then
+    the products would not be short)."""
+    if line.exponentials is None:
+        return None
+    terms = tuple((e, row) for e, row in zip(line.exponentials, line.values) if e is not None)
+    if len(terms) < 2:  # one key left by the mask: its weight is 1, nothing to divide
+        return None
+    if not all(is_exact_at(v, places) for _, row in terms for v in row) or any(
+            _printed(e, places) is None for e, _ in terms):
+        return None
+    numerator = tuple(_decimal_text(sum((_printed(e, places) * _printed(row[c], places)
+                                         for e, row in terms), Decimal(0)))
+                      for c in range(len(line.result)))
+    return QuotientForm(terms, numerator, printed_sum([e for e, _ in terms], places))
+
+
+def _decimal_text(value: Decimal) -> str:
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def exponent_places(exponent: Num, power: Num, places: int) -> int:
     """The decimals an exponent is written with so that e^x, on a calculator, gives the power
     as written (at ``places``): e^x magnifies the exponent's rounding, e^6 some 400 times."""
@@ -443,9 +479,27 @@ def exact_latex(value: sympy.Expr) -> str:
 
 # Each step's matrix symbol in LaTeX; an entry is written symbol_{i,j}.
 def latex_entry_symbol(step_name: str, head: int | None = None) -> str:
-    """What an entry's subscript attaches to: S (S_{1,2}), or (S_1) for a head ((S_1)_{1,2})."""
+    """What an entry's subscript attaches to: S (S_{1,2}), or (S_1) for a head ((S_1)_{1,2}),
+    and (gJ) for a product ((gJ)_{1,2}: gJ_{1,2} would read as g times J_{1,2})."""
     symbol = steps.symbol(step_name, head)
-    return symbol if head is None and "_" not in symbol else f"({symbol})"
+    return symbol if "_" not in symbol and _one_letter(symbol) else f"({symbol})"
+
+
+def plain_entry_symbol(step_name: str, head: int | None = None) -> str:
+    """The same in plain text, where an entry is written symbol[i,j]: S[1,2], S_1[1,2], dA[1,2],
+    dX^(Q)[1,2]; a product in parentheses, (gJ)[1,2]."""
+    symbol = steps.symbol(step_name, head)
+    text = plain_maths(symbol)
+    return text if _one_letter(symbol) else f"({text})"
+
+
+ONE_LETTER = re.compile(r"^[A-Za-z][\u0300-\u036f]*(?:[_^].*)?$")  # S, S̃, W_Q, X^(Q)
+
+
+def _one_letter(symbol: str) -> bool:
+    """Whether a symbol is one letter (accented, with a subscript or superscript, or a
+    gradient's d before it), not a product of several."""
+    return bool(ONE_LETTER.match(plain_maths(symbol.removeprefix(r"\mathrm{d}"))))
 
 
 # --- HTML and Moodle ---------------------------------------------------------------

@@ -214,6 +214,8 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
         maths=plain_maths,  # a symbol the Python side wrote in TeX (A', Q_1), as plain text
+        symbol=lambda name, head=None: plain_maths(steps.symbol(name, head)),  # scores: S
+        entry_symbol=fmt.plain_entry_symbol,  # S[1,2]; S_1[1,2] for head 1
         literal=markdown_literal, code_span=markdown_code_span,  # a teacher's text, as typed
         **_relations(decimals, exact="=", rounded="≈"),
         **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
@@ -477,7 +479,19 @@ def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded
         return mark(" + ".join((number_at if k == 0 else parenthesized_at)(a, places) + times
                                + parenthesized_at(b, places) for k, (a, b) in enumerate(line.pairs)))
 
+    def quotient_at(line, places, times):
+        """A no-calculator output row as one quotient of table values (``fmt.QuotientForm``):
+        its terms e_j·v_j, the column sums they give and the row's sum; None where it has none."""
+        form = fmt.quotient_form(line, places)
+        if form is None:
+            return None
+        terms = " + ".join(number(e, places) + times + vector([number(v, places) for v in row])
+                           for e, row in form.terms)
+        return dict(terms=mark(terms), numerator=mark(vector(list(form.numerator))),
+                    denominator=mark(form.denominator))
+
     return dict(
+        quotient_at=quotient_at,
         places=lambda line: fmt.working_places(line, decimals),
         exponent_places=fmt.exponent_places,
         num_at=number_at,

@@ -94,7 +94,9 @@ def test_every_division_is_a_quotient_of_table_values_or_a_halving(sets, name):
     folder = sets[name]
     values = set(table(folder).values()) | {"0", "1"}
     for line in key_lines(folder):
-        if line.startswith("  →"):  # a softmax row's weights: e_j / (the row's printed sum)
+        if line.startswith("  → by hand"):  # an output row as one quotient of table values
+            assert_quotient_of_table_values(line, values)
+        elif line.startswith("  →"):  # a softmax row's weights: e_j / (the row's printed sum)
             exponentials = EXPONENTIAL.findall(previous)
             total = sum(Decimal(v) for _, _, v in exponentials)
             for numerator, denominator in QUOTIENT.findall(line.split("]")[0]):
@@ -104,6 +106,27 @@ def test_every_division_is_a_quotient_of_table_values_or_a_halving(sets, name):
                 assert divisor == "2", line
             assert "/" not in EXACTLY.sub("", HALVING.sub("", line)), line
         previous = line
+
+
+BY_HAND = re.compile(r"\((.*)\) / ([\d.]+) = \[([^\]]*)\] / ([\d.]+)$")
+TERM = re.compile(rf"({NUMBER})·\[([^\]]*)\]")
+
+
+def assert_quotient_of_table_values(line: str, values: set[str]) -> None:
+    """(e_1·v_1 + e_2·v_2 + …) / S = [n_1, …] / S: each e_j from the table, S their sum, and
+    each n_c the exact sum of the products as written."""
+    terms_text, denominator, numerator, again = BY_HAND.search(line).groups()
+    terms = [(e, [Decimal(v) for v in row.split(", ")]) for e, row in TERM.findall(terms_text)]
+    assert len(terms) >= 2 and all(e in values for e, _ in terms), line
+    assert denominator == again and Decimal(denominator) == sum(Decimal(e) for e, _ in terms), line
+    sums = [sum(Decimal(e) * row[c] for e, row in terms) for c in range(len(terms[0][1]))]
+    assert [Decimal(n) for n in numerator.split(", ")] == sums, line
+
+
+def test_an_output_row_by_hand_is_one_quotient_of_table_values(sets):
+    """The key shows the no-calculator form of every output row blended from softmax weights."""
+    lines = [line for line in key_lines(sets["midterm"]) if line.startswith("  → by hand")]
+    assert len(lines) >= 6
 
 
 def long_products(folder, backward: bool) -> list[str]:
