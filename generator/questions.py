@@ -36,17 +36,15 @@ class Part:
     notes: bool = True  # reading notes after its steps (not for a lone row, which numbers itself 1)
     shown_as: tuple[str, ...] = ()  # the key shows its steps bare, under these symbols (A')
     item: "ConceptItem | None" = None  # a multiple choice the part asks (besides any grids)
-    # The steps the student writes out, where not the part's own (which the key shows):
-    # "Find the mistake" asks for every step, so that the page does not say which is wrong.
-    offered: tuple[Step, ...] | None = None
+    # Earlier steps the part shows as given and does not ask ("Fix the mistake" keeps the
+    # student's right steps before the mistake): shown beside the grids, never retyped.
+    kept: tuple[Step, ...] = ()
     grids: bool = True  # the student writes the steps out (else they are the key's: a choice asks)
 
     @property
     def written(self) -> tuple[Step, ...]:
         """The steps the student writes out: on the page a grid each, in Moodle gaps."""
-        if not self.grids:
-            return ()
-        return self.steps if self.offered is None else self.offered
+        return self.steps if self.grids else ()
 
     @property
     def answer_weights(self) -> list[int]:

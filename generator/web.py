@@ -97,10 +97,20 @@ def practice_data(paper: Paper, decimals: int) -> dict:
             "known": {prefix + step.name: _values(step.numeric)
                       for prefix, solution in question.worked for step in solution.steps
                       if "." not in step.name},
-            "given": {s.name: _values(s.numeric) for s in question.given},
+            "given": {**{s.name: _values(s.numeric) for s in question.given},
+                      **kept_as_shown(question, decimals)},
             "answers": {part.letter: part.item.answer for part in question.parts if part.item},
         }
     return {"problems": problems}
+
+
+def kept_as_shown(question, decimals: int) -> dict:
+    """The steps a part keeps (shown, not asked) as the page shows them, rounded to the shown
+    decimals: the student works on from these, so the steps after them are marked against
+    what they give, as against given matrices."""
+    return {step.name: [[None if n.value == -math.inf else float(fmt.decimal_text(n, decimals))
+                         for n in row] for row in step.entries]
+            for part in question.parts for step in part.kept}
 
 
 def _values(matrix, digits: int | None = None) -> list:

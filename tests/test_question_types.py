@@ -37,13 +37,14 @@ def test_each_mistake_changes_its_step_at_the_shown_decimals(mistake):
     assert find.steps == (wrong, right) and find.written == ()  # the key compares; a choice asks
     assert find.item.choices[find.item.answer] == mistake
     assert fix.steps[0] is right and fix.steps[-1] is question.solution.step("output")
-    # the student writes every step out, so the grids do not say which step is wrong
-    assert [s.name for s in fix.written] == [s.name for s in question.solution.steps
-                                             if s.kind != "given"]
-    # the steps before the mistake are the student's right working
-    names = [s.name for s in question.solution.steps]
-    for name in names[:names.index(wrong_step)]:
-        assert shown(question.flawed.step(name)) == shown(question.solution.step(name))
+    # the student writes only the steps from the mistake on; the steps before it, the
+    # student's right working, are kept as given
+    names = [s.name for s in question.solution.steps if s.kind != "given"]
+    at = names.index(wrong_step)
+    assert [s.name for s in fix.written] == names[at:]
+    assert [s.name for s in fix.kept] == names[:at]
+    for step in fix.kept:
+        assert shown(question.flawed.step(step.name)) == shown(step)
 
 
 def test_column_softmax_rows_do_not_sum_to_one_but_columns_do():

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine import solve
+from ..engine import Solution, solve
 from ..questions import SETUP, ConceptItem, Part, Question, given_steps, lettered
 from ..exact import shown
 from ..spec import MISTAKES, SpecError, mistakes_that_fit
-from ..steps import symbol
+from ..steps import plan, symbol
 from ..worthiness import visible_mistakes
 from . import GIVEN, SHOWN, QuestionType, register
 
@@ -38,10 +38,14 @@ EXPLANATIONS = {
 
 
 def mistake_question(spec) -> Question:
+    """The fix asks only the steps from the mistake on: the steps before it were right, and
+    are kept as the worked solution shows them (given, not retyped)."""
     solution, flawed = solve(spec), solve(spec, spec.mistake)
     wrong = MISTAKES[spec.mistake]
-    names = [s.name for s in solution.steps if s.kind != "given"]
-    from_wrong = tuple(solution.step(n) for n in names[names.index(wrong):])
+    fix = fixed_from(solution, wrong)
+    given = {step_def.name for step_def in fix.plan if step_def.is_given}
+    kept = tuple(step for step in fix.steps if step.name in given)
+    from_wrong = tuple(step for step in fix.steps if step.name not in given)
     fitting = tuple(m for m in MISTAKES if m in mistakes_that_fit(spec)
                     and not (spec.scale is not None and MISTAKES[m] == "scaled"))
     choice = ConceptItem("mistake", fitting, fitting.index(spec.mistake))
@@ -49,11 +53,23 @@ def mistake_question(spec) -> Question:
     parts = lettered([
         Part("mistake-find", 2, (flawed.step(wrong), solution.step(wrong)), item=choice, grids=False,
              shown_as=(rf"\text{{the student's }} {name}", rf"\text{{the right }} {name}")),
-        Part("mistake-fix", 3, from_wrong, offered=tuple(s for s in solution.steps if s.kind != "given"))])
+        Part("mistake-fix", 3, from_wrong, kept=kept)])
     shown_steps = tuple(("{{ step.name | formula }}", symbol(step.name), step)
                         for step in flawed.steps if step.kind != "given")
     return Question("mistake", spec, solution, given_steps(solution), parts, flawed=flawed,
-                    shown=shown_steps)
+                    shown=shown_steps, worked_by_parts=(("", fix),))
+
+
+def fixed_from(solution: Solution, wrong: str) -> Solution:
+    """The solution as the fix works it: every step before ``wrong`` given (the student read
+    it off the worked solution, rounded as shown), the rest computed from those.  The same
+    steps as ``solution``'s; only the plan says which are given, so that the marking rule
+    and the page's step graph start from the shown values."""
+    names = [step.name for step in solution.steps if step.kind != "given"]
+    spec = solution.spec
+    fix_plan = plan(tuple(names[:names.index(wrong)]), causal=spec.mask == "causal",
+                    scaled=not spec.unscaled)
+    return Solution(spec, tuple(solution.step(step_def.name) for step_def in fix_plan), fix_plan)
 
 
 def read_mistake(spec, record: dict, where: str):
