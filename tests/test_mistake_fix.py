@@ -11,10 +11,12 @@ import pytest
 
 import canvas_import as canvas
 from generator.pipeline import solve_checked
+from generator.qti import asked_entries
 from generator.spec import MISTAKES, spec_from_record
 from test_extending import browser_page
 from test_marking import by_hand, rounded
 from test_moodle import extract_question
+from test_qti import numerical_items
 from test_question_types import SQUARE
 from test_web import fill, needs_browser
 
@@ -117,28 +119,26 @@ def test_canvas_asks_only_the_fixed_steps_for_the_parts_points(run):
     [quiz] = canvas.import_package(out / "qti.zip")
     points, asked = {}, {}
     for item in quiz.questions:
-        if item.question_type == "text_only_question":
-            continue
-        problem_id, letter = re.match(r"(\S+) \(([a-z])\)", item.name).groups()
-        points[problem_id, letter] = points.get((problem_id, letter), Decimal(0)) + Decimal(repr(item.points))
-        if letter == "b":
-            asked.setdefault(problem_id, []).append(item.name.split(") ")[1].split("[")[0])
+        if item.question_type != "text_only_question":
+            problem_id, letter = re.match(r"(\S+) \(([a-z])\)", item.name).groups()
+            points[problem_id, letter] = points.get((problem_id, letter), Decimal(0)) + Decimal(repr(item.points))
+    for _, problem_id, letter, k, i, j in numerical_items([quiz]):
+        asked.setdefault((problem_id, letter), []).append((k, i, j))
     for problem_id, question in questions.items():
         fix = fix_of(question)
         assert (points[problem_id, "a"], points[problem_id, "b"]) == (2, 3)
-        assert sorted(set(asked[problem_id])) == sorted(names(fix.written))
-        assert not set(asked[problem_id]) & set(names(fix.kept))
+        expected = [(k, i, j) for k, step in enumerate(fix.written, 1) for i, j in asked_entries(step)[0]]
+        assert asked[problem_id, "b"] == expected  # the written steps only: none of the kept
+        assert (problem_id, "a") not in asked
 
 
 def test_a_fixing_student_is_accepted_in_canvas(run):
     out, questions = run
     [quiz] = canvas.import_package(out / "qti.zip")
     refused = []
-    for item in quiz.questions:
-        found = re.match(r"(\S+) \(b\) (\w+)\[(\d+),(\d+)\]", item.name)
-        if found:
-            problem_id, name, i, j = found.groups()
-            value = fixed_by_hand(questions[problem_id])[name][int(i) - 1, int(j) - 1]
-            if not canvas.accepts(item, f"{value:.{DECIMALS}f}"):
-                refused.append(item.name)
+    for item, problem_id, letter, k, i, j in numerical_items([quiz]):
+        step = fix_of(questions[problem_id]).written[k - 1]
+        value = fixed_by_hand(questions[problem_id])[step.name][i, j]
+        if not canvas.accepts(item, f"{value:.{DECIMALS}f}"):
+            refused.append(item.name)
     assert refused == []
