@@ -287,6 +287,17 @@ def working_places(line, decimals: int) -> int:
     return remembered[1]
 
 
+def widened_operand(line, decimals: int) -> Num | None:
+    """A number that a line of working writes with more decimals than ``decimals`` (so that
+    the line checks), where it would read otherwise at ``decimals``; None if there is none."""
+    places = working_places(line, decimals)
+    if places == decimals:
+        return None
+    return next((n for equation in _equations(line) for n in equation.operands
+                 if _printed(n, places) is not None
+                 and decimal_text(n, places) != decimal_text(n, decimals)), None)
+
+
 def table_places(softmax_steps, decimals: int) -> int:
     """The decimals a no-calculator table prints its exponentials with: as many as the set's
     softmax working needs, which then writes every exponential exactly as the table does."""
@@ -488,12 +499,16 @@ def latex_entry_symbol(step_name: str, head: int | None = None) -> str:
 def plain_entry_symbol(step_name: str, head: int | None = None) -> str:
     """The same in plain text, where an entry is written symbol[i,j]: S[1,2], S_1[1,2], dA[1,2],
     dX^(Q)[1,2]; a product in parentheses, (gJ)[1,2]."""
-    symbol = steps.symbol(step_name, head)
+    return plain_entry_text(steps.symbol(step_name, head))
+
+
+def plain_entry_text(symbol: str) -> str:
+    """A symbol (TeX) as plain text that an entry's [i,j] can follow: A', (gJ)."""
     text = plain_maths(symbol)
     return text if _one_letter(symbol) else f"({text})"
 
 
-ONE_LETTER = re.compile(r"^[A-Za-z][\u0300-\u036f]*(?:[_^].*)?$")  # S, S̃, W_Q, X^(Q)
+ONE_LETTER = re.compile(r"^[A-Za-z][\u0300-\u036f]*'*(?:[_^].*)?$")  # S, S̃, A', W_Q, X^(Q)
 
 
 def _one_letter(symbol: str) -> bool:

@@ -105,7 +105,7 @@ class HtmlPrinter(Printer):
         return html.escape(piece.text, quote=False)
 
     def _print_Math(self, piece: Math) -> str:
-        return f'<span class="m">{mathml(piece.tex)}</span>'
+        return f'<span class="m">{labelled_mathml(piece.tex)}</span>'
 
     def bold(self, text: str) -> str:
         return f"<b>{text}</b>"
@@ -156,6 +156,41 @@ def plain_maths(tex: str) -> str:
 
 _TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_text_context(),
                                       strict_latex_spaces=False)
+
+
+# Maths as a screen reader should say it, for a formula's accessible name (browsers leave
+# MathML out of a heading's or a caption's name): first in TeX, where the structure is plain,
+# then in the plain text (a subscript, a prime, a minus).
+SPOKEN_TEX = ((re.compile(r"\\(tilde|hat)\{(\w)\}"), r"\2 \1"),
+              (re.compile(r"\\sqrt\{([^{}]*)\}"), r"\\text{the square root of }\1"),
+              (re.compile(r"\\sum_\{?(\w+)\}?"), r"\\text{the sum over \1 of }"),
+              (re.compile(r"\^\{?\\top\}?"), r"\\text{ transpose}"),
+              (re.compile(r"\\mathrm\{d\}"), r"\\text{d }"),
+              (re.compile(r"\\(partial|infty|odot|delta)(?![A-Za-z])"),
+               lambda m: {"partial": r"\text{partial }", "infty": r"\text{infinity}",
+                          "odot": r"\text{ elementwise times }", "delta": r"\text{delta}"}[m[1]]))
+SPOKEN_TEXT = ((re.compile(r"(?<=\w)'"), " prime"), (re.compile(r"_"), " sub "),
+               (re.compile(r"\^\((\w+)\)"), r" superscript \1"), (re.compile(r"\^"), " to the "),
+               (re.compile(r"(^|\s)-\s?"), r"\1minus "), (re.compile(r"·"), " times "),
+               (re.compile(r"\s/\s|/"), " over "))
+
+
+@lru_cache(maxsize=4096)
+def spoken(tex: str) -> str:
+    """Maths in words a screen reader says well: S̃ = S/√(d_k) is "S tilde = S over the square
+    root of d sub k"."""
+    for pattern, words in SPOKEN_TEX:
+        tex = pattern.sub(words, tex)
+    text = plain_maths(tex)
+    for pattern, words in SPOKEN_TEXT:
+        text = pattern.sub(words, text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def labelled_mathml(tex: str) -> str:
+    """MathML that keeps its maths in the accessible name of what holds it (a heading, a
+    caption): the spoken form as its label."""
+    return mathml(tex).replace("<math>", f'<math aria-label="{html.escape(spoken(tex))}">', 1)
 
 
 class ProseRenderer:

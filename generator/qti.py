@@ -29,10 +29,11 @@ from pathlib import Path
 
 from markupsafe import escape
 
+from .formatting import plain_entry_text
 from .marking import Tolerances
 from .paper import DocumentInfo, Paper
 from .render import send_in_batches
-from .web import web_environment
+from .web import web_environment, written_symbol
 
 SMALL_STEP = 6  # a step of at most this many entries is asked whole; a larger one, one row
 CANVAS_PLACES = 4  # Canvas keeps an answer to 4 decimal places, and rounds what is typed to them
@@ -228,5 +229,6 @@ def step_index(part, step) -> int:
 
 
 def entry_title(part, step, i: int, j: int) -> str:
-    head = f"head {part.head} " if part.head is not None else ""
-    return f"{head}{step.name}[{i + 1},{j + 1}]"
+    """An entry as the key's working names it: S_1[2,3] (entry (2, 3) of head 1's S)."""
+    symbol = written_symbol(part, step_index(part, step) - 1, step)
+    return f"{plain_entry_text(symbol)}[{i + 1},{j + 1}]"

@@ -20,7 +20,8 @@ from markupsafe import Markup, escape
 from . import formatting as fmt
 from .paper import DocumentInfo, Paper
 from . import steps
-from .prose import mathml
+from .hints import hint_of
+from .prose import mathml, spoken
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
 from .marking import Tolerances
 from .teacher_text import cloze_literal
@@ -170,67 +171,40 @@ def step_graph(question) -> dict:
 
 STRONG = re.compile(r"\*\*(.+?)\*\*")
 
-# How to start each op by hand: the page's hints, before the full working.
-HINTS = {
-    "product": "entry (1, 1) is {row} 1 of {0} dotted with {col} 1 of {1}; the others likewise.",
-    "blend": "row 1 adds up the rows of {1}, each times its weight in row 1 of {0}.",
-    "scaling": "multiply every entry of {0} by the same factor.",
-    "masking": "copy {0}, then write -inf wherever the key j comes after the query i.",
-    "softmax": "e to the power of each entry of a row, add them up, divide each by the sum.",
-    "add": "add the matrices entry by entry.",
-    "jacobian": "on the diagonal a_i (1 - a_i); off it -a_i a_j.",
-    "softmax-backward": "row by row: first the dot product of the row of {0} with the row of "
-                        "{1}; then each entry of {0} times (its entry of {1} minus that dot product).",
-    "concat": "put the heads' outputs side by side, head 1 on the left.",
-    "given": "take this head's block of columns (head 1 the first half).",
-}
-
-
-def hint_of(question, step, decimals: int) -> str:
-    """How to start a step by hand, from its op in the plan that computed it, and the first
-    entry's working where the step has some."""
-    for _, solution in question.worked:
-        for step_def, known in zip(solution.plan, solution.steps):
-            if known is step:
-                col = "row" if step_def.transpose else "column"
-                row = "column" if step_def.transpose_left else "row"
-                first = first_working(step, decimals)
-                return HINTS[step_def.op].format(*step_def.inputs, "", col=col, row=row) + (
-                    f" First: {first}" if first else "")
-    return "read it off the matrices shown above, in the new order."
-
-
-def first_working(step, decimals: int) -> str:
-    """The working of a step's first entry (or row), as the key writes it."""
-    if not step.working:
-        return ""
-    w, text = step.working[0], partial(fmt.decimal_text, decimals=decimals)
-    if step.kind == "product":
-        terms = [f"{text(a)}·{fmt.parenthesized(text(b))}" for a, b in w.pairs]
-        return f"{' + '.join(terms)} = {text(w.result)}."
-    if step.kind == "scaling":
-        how = f"{text(w.score)} / {text(w.divisor)}" if w.divisor else f"{text(w.factor)} · {text(w.score)}"
-        return f"{how} = {text(w.result)}."
-    if step.kind == "softmax":
-        powers = ", ".join(f"e^{text(x)}" for x in w.inputs if x is not None)
-        return f"row 1: {powers}, summed to {text(w.total)}."
-    if step.kind == "softmax-backward":
-        terms = [f"{text(a)}·{fmt.parenthesized(text(g))}" for a, g in zip(w.weights, w.upstream)]
-        return f"row 1's dot product {' + '.join(terms)} = {text(w.dot)}."
-    if step.kind == "jacobian":
-        return f"J[1,1] = {text(w.a_i)}·(1 - {text(w.a_j)}) = {text(w.result)}."
-    if step.kind == "blend":
-        terms = [f"{text(weight)}·row {k + 1}" for k, weight in enumerate(w.weights)]
-        return "row 1 = " + " + ".join(terms) + "."
-    return ""
-
-
 def grid_name(part, index: int, step) -> str:
     """The name a step's grid goes by on the page; each head's steps are head1.scores, ...,
     so that a head's later steps can be marked against the student's own earlier ones."""
     if part.grid_names:
         return part.grid_names[index]
     return f"head{part.head}.{step.name}" if part.head is not None else step.name
+
+
+def written_symbol(part, index: int, step) -> str:
+    """The symbol (TeX) of a step a part asks: as the part shows it (A', Q_1), else the step's
+    own, with its head's number (S_1)."""
+    return part.shown_as[index] if part.shown_as else steps.symbol(step.name, part.head)
+
+
+def grid_label(problem, part, index: int, step) -> str:
+    """What a screen reader says of a grid's boxes before their row and column: which problem
+    and part, and the step's symbol (every problem has a Q)."""
+    return f"Problem {problem.number} ({part.letter}), {spoken(written_symbol(part, index, step))}"
+
+
+def widened_example(items, decimals: int) -> dict | None:
+    """A number the key's working writes with more decimals than the matrices show (0.16425
+    for 0.1643), and as they show it: the first such in the working of these problems' or
+    parts' steps, or None."""
+    parts = [part for item in items for part in getattr(item, "parts", (item,))]
+    shown = [step for part in parts for step in part.steps]
+    # an entry of a matrix first (a weight): an exponential is in no matrix
+    for step in sorted(shown, key=lambda step: step.kind == "softmax"):
+        for line in step.working:
+            number = fmt.widened_operand(line, decimals)
+            if number is not None:
+                return {"long": fmt.decimal_text(number, fmt.working_places(line, decimals)),
+                        "short": fmt.decimal_text(number, decimals)}
+    return None
 
 
 def web_environment(decimals: int, user_templates: Path | None, prose: str):
@@ -243,6 +217,7 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str):
         mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]
                                                       for row in step.entries])),
         mathml_symbol=lambda tex: Markup(mathml(tex).removeprefix("<math>").removesuffix("</math>")),
+        spoken=spoken,  # a symbol's accessible name: S tilde sub 1
         tex_symbol=steps.symbol,
         tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
                                                   for row in step.entries]),
@@ -254,8 +229,11 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str):
     )
     environment.tests["masked"] = lambda num: num.value == float("-inf")
     environment.globals["grid_name"] = grid_name
-    environment.globals["hint_of"] = lambda question, step: hint_of(question, step, decimals)
-    environment.filters["grid_label"] = lambda name: re.sub(r"^head(\d+)\.", r"head \1, ", name)
+    environment.globals.update(
+        hint_of=lambda question, step, part, info: hint_of(
+            question, step, part.head, decimals, info.table_places if info.exponent_table else None),
+        grid_label=grid_label, written_symbol=written_symbol,
+        widened_example=lambda items: widened_example(items, decimals))
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
     environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)
     return environment

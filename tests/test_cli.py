@@ -132,7 +132,7 @@ def test_user_templates_override_one_file(tmp_path, run_cli):
                             "--templates", tmp_path / "mine")
     assert "MY SOFTMAX 2 rows" in printed
     assert "e^0.7071" not in printed
-    assert "scores[2,2] = 0·0 + 1·2 = 2" in printed
+    assert "S[2,2] = 0·0 + 1·2 = 2" in printed
 
 
 def test_installed_console_script(tmp_path):

@@ -84,7 +84,7 @@ def test_a_question_type_defined_in_a_test_gets_every_format(tmp_path, run_cli, 
     markdown = (out / "answers.md").read_text()
     assert "## Problem 1: Scaled scores, and no further (3 marks" in markdown
     assert "(a) [2 marks] First the raw scores S = QK^T, entry by entry." in markdown
-    assert "- scaled[1,2] = 3 / 1.4142 ≈ 2.1213 (exactly 3*sqrt(2)/2)" in markdown
+    assert "- S̃[1,2] = 3 / 1.4142 ≈ 2.1213 (exactly 3*sqrt(2)/2)" in markdown
 
     moodle = ElementTree.parse(out / "moodle.xml").getroot()
     text = moodle.find("question[@type='cloze']/questiontext/text").text

@@ -56,7 +56,7 @@ def test_heads_grids_and_inputs_say_which_head(site):
         assert [c.split("(")[1].split(")")[0] for c in captions] == ["head 1"] * 3 + ["head 2"] * 3
         assert not any("given" in c for c in captions)
         first = split.locator("table.grid[data-name='head2.K'] input").first
-        assert first.get_attribute("aria-label") == "head 2, K, row 1, column 1"
+        assert first.get_attribute("aria-label") == "Problem 6 (b), K sub 2, row 1, column 1"
 
 
 @needs_browser

@@ -45,18 +45,18 @@ def test_softmax_working_has_the_seed_exponentials_and_sums():
 def test_answer_key_shows_the_seed_working_line_by_line():
     answers = render(render_markdown, [make_question(**WORKED_EXAMPLE)])["answers.md"]
     for line in (
-        "scores[1,2] = 1·0 + 0·2 = 0",
-        "scores[2,2] = 0·0 + 1·2 = 2",
+        "S[1,2] = 1·0 + 0·2 = 0",
+        "S[2,2] = 0·0 + 1·2 = 2",
         "sqrt(d_k) = sqrt(2) ≈ 1.4142",
-        "scaled[1,1] = 1 / 1.4142 ≈ 0.7071",
+        "S̃[1,1] = 1 / 1.4142 ≈ 0.7071",
         "Row 1: e^0.7071 ≈ 2.0281, e^0 = 1; sum = 3.0281",  # the seed's "sum =" too
         "→ [2.0281/3.0281, 1/3.0281] ≈ [0.6698, 0.3302]",
         # The seed writes e^1.4142 ≈ 4.1133, but a calculator gives e^1.4142 = 4.11324...:
         # e^sqrt(2) = 4.1132504 sits on a rounding edge, so the key shows the digits it needs.
         "Row 2: e^0 = 1, e^1.414214 ≈ 4.1133; sum = 5.1133",
         "→ [1/5.1133, 4.1133/5.1133] ≈ [0.1956, 0.8044]",
-        "output row 1 = 0.6698·[1, 0] + 0.3302·[0, 1] ≈ [0.6698, 0.3302]",
-        "output row 2 = 0.1956·[1, 0] + 0.8044·[0, 1] ≈ [0.1956, 0.8044]",
+        "O[1,:] = 0.6698·[1, 0] + 0.3302·[0, 1] ≈ [0.6698, 0.3302]",
+        "O[2,:] = 0.1956·[1, 0] + 0.8044·[0, 1] ≈ [0.1956, 0.8044]",
     ):
         assert line in answers
 

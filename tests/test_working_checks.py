@@ -24,9 +24,9 @@ QUESTION_TYPES = type_names()
 getcontext().prec = 40
 NUMBER = r"-?\d+(?:\.\d+)?"
 PRODUCT = re.compile(rf"^- \S+\[\d+,\d+\] = (.+?) (?:=|≈) ({NUMBER})$")
-SCALING = re.compile(rf"^- scaled\[\d+,\d+\] = ({NUMBER}) (/|·) \(?({NUMBER})\)? (?:=|≈) ({NUMBER})")
+SCALING = re.compile(rf"^- \S+\[\d+,\d+\] = ({NUMBER}) (/|·) \(?({NUMBER})\)? (?:=|≈) ({NUMBER})")
 SOFTMAX = re.compile(r"^- Row \d+: (.+); sum = (\S+)\n  → \[(.+)\] (?:=|≈) \[(.+)\] \(the row", re.M)
-BLEND = re.compile(r"^- output row \d+ = (.+) (?:=|≈) \[(.+)\]$")
+BLEND = re.compile(r"^- \S+\[\d+,:\] = (.+) (?:=|≈) \[(.+)\]$")
 JACOBIAN = re.compile(rf"^- J\[\d+,\d+\] = (?:({NUMBER})·\(1 - ({NUMBER})\)|-({NUMBER})·({NUMBER})) (?:=|≈) ({NUMBER})$")
 SOFTMAX_BACKWARD = re.compile(r"^- Row \d+: sum of weights·gradients = (.+) (?:=|≈) (\S+)\n  → \[(.+)\] "
                               r"(?:=|≈) \[(.+)\]$", re.M)
@@ -43,7 +43,7 @@ def number(text: str) -> Decimal:
 
 def check_product(line: str) -> bool | None:
     match = PRODUCT.match(line)
-    if not match or line.startswith(("- scaled[", "- J[")) or "[" in match.group(1):
+    if not match or SCALING.match(line) or line.startswith("- J[") or "[" in match.group(1):
         return None
     terms = [term.split("·") for term in match.group(1).split(" + ")]
     return rounds_to(sum(number(a) * number(b) for a, b in terms), match.group(2))
@@ -152,7 +152,7 @@ def test_the_issues_own_example_now_adds_up():
     question = make_question(X=[[1, 0], [0, 1]], W_Q=[[1, 0], [0, 1]], W_K=[[1, 0], [0, 2]],
                              W_V=[[2, 0], [0, 1]])
     key = render(render_markdown, [question])["answers.md"]
-    line = next(l for l in key.splitlines() if l.startswith("- output row 1"))
+    line = next(l for l in key.splitlines() if l.startswith("- O[1,:]"))
     assert check_blend(line), line
     assert failures_in(key)[0] == []
 
