@@ -22,6 +22,7 @@ from generator.cli import main
 from generator.kinds import TYPES, type_names
 from generator.prose import plain_maths
 from generator.questions import ATTENTION, SETUP
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 ALL_TYPES = ",".join(type_names())
 RUNS = {  # a plain set, and one without a calculator (a backward question's lean row)
@@ -30,12 +31,27 @@ RUNS = {  # a plain set, and one without a calculator (a backward question's lea
 }
 
 
+_GENERATED = {}
+
+
+def generated(name: str, tmp_path_factory):
+    """The output folder of one of RUNS, written once for the module."""
+    if name not in _GENERATED:
+        out = tmp_path_factory.mktemp(name) / "out"
+        assert main([*RUNS[name], "--practice", "--types", ALL_TYPES,
+                     "--format", "md,html,moodle,qti", "--out", str(out)]) == 0
+        _GENERATED[name] = out
+    return _GENERATED[name]
+
+
 @pytest.fixture(scope="module", params=sorted(RUNS))
 def run(request, tmp_path_factory):
-    out = tmp_path_factory.mktemp(request.param) / "out"
-    assert main([*RUNS[request.param], "--practice", "--types", ALL_TYPES,
-                 "--format", "md,html,moodle,qti", "--out", str(out)]) == 0
-    return out
+    return generated(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def medium_run(tmp_path_factory):
+    return generated("medium", tmp_path_factory)
 
 
 # --- What a student reads, per format -------------------------------------------------------
@@ -274,3 +290,22 @@ def test_symbols_are_printed_for_each_format():
     assert spoken(r"\mathrm{d}V = A^{\top}\, \mathrm{d}O") == "d V = A transpose d O"
     assert spoken("A'") == "A prime"
     assert spoken(r"\hat{S}_{1}") == "S hat sub 1"
+
+
+@needs_browser
+def test_chromium_reads_the_maths_in_headings_and_captions(medium_run):
+    """The names a screen reader gets, from Chromium's accessibility tree."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((medium_run / "practice.html").as_uri())
+        nodes = page.context.new_cdp_session(page).send("Accessibility.getFullAXTree")["nodes"]
+        browser.close()
+    names = {role: [n.get("name", {}).get("value", "") for n in nodes
+                    if n.get("role", {}).get("value") == role] for role in ("heading", "table")}
+    assert any("Scale the scores: S tilde = S over the square root of d sub k" in name
+               for name in names["heading"])
+    assert any(name.startswith("S tilde = S over the square root of d sub k") for name in names["table"])
+    assert not [name for name in names["heading"] + names["table"] if re.search(r"(^|: ) ?[.:,]", name)]

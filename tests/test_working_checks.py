@@ -28,8 +28,9 @@ SCALING = re.compile(rf"^- \S+\[\d+,\d+\] = ({NUMBER}) (/|·) \(?({NUMBER})\)? (
 SOFTMAX = re.compile(r"^- Row \d+: (.+); sum = (\S+)\n  → \[(.+)\] (?:=|≈) \[(.+)\] \(the row", re.M)
 BLEND = re.compile(r"^- \S+\[\d+,:\] = (.+) (?:=|≈) \[(.+)\]$")
 JACOBIAN = re.compile(rf"^- J\[\d+,\d+\] = (?:({NUMBER})·\(1 - ({NUMBER})\)|-({NUMBER})·({NUMBER})) (?:=|≈) ({NUMBER})$")
-SOFTMAX_BACKWARD = re.compile(r"^- Row \d+: sum of weights·gradients = (.+) (?:=|≈) (\S+)\n  → \[(.+)\] "
-                              r"(?:=|≈) \[(.+)\]$", re.M)
+SOFTMAX_BACKWARD = re.compile(r"^- (?:Row \d+: sum of weights·gradients|∑_k \S+) = (.+) (?:=|≈) (\S+)\n"
+                              r"  → (?:\S+ = )?\[(.+)\] (?:=|≈) \[(.+)\]$", re.M)
+ROW_ENTRY = re.compile(r"^- \S+_\d+ = (.+)$")  # an entry of one row worked alone: da_j, ds_j
 
 
 def rounds_to(value: Decimal, printed: str) -> bool:
@@ -56,6 +57,15 @@ def check_scaling(line: str) -> bool | None:
     a, operation, b, result = match.groups()
     value = Decimal(a) / Decimal(b) if operation == "/" else Decimal(a) * Decimal(b)
     return rounds_to(value, result)
+
+
+def check_row_entry(line: str) -> bool | None:
+    """An entry of one row worked alone (da_j, ds_j), checked as a scaling's or a product's."""
+    match = ROW_ENTRY.match(line)
+    if not match:
+        return None
+    scaled = f"- scaled[1,1] = {match[1]}"
+    return check_scaling(scaled) if SCALING.match(scaled) else check_product(f"- x[1,1] = {match[1]}")
 
 
 def check_blend(line: str) -> bool | None:
@@ -118,7 +128,7 @@ def check_softmax(block: re.Match) -> bool:
 def failures_in(key: str) -> tuple[list[str], int]:
     failed, checked = [], 0
     for line in key.splitlines():
-        for check in (check_product, check_scaling, check_blend, check_jacobian):
+        for check in (check_product, check_scaling, check_blend, check_jacobian, check_row_entry):
             verdict = check(line)
             if verdict is not None:
                 checked += 1

@@ -34,7 +34,8 @@ def backward_question(spec) -> Question:
     shown = tuple(("", symbol(name), solution.step(name)) for name in FORWARD
                   if solution.step(name).kind != "given")
     if spec.places is not None:
-        shown += (("", "a", weights_row(spec, solution)),)
+        shown += ((r"Row {{ spec.row + 1 }} of $A$ to {{ spec.places }} places", "a",
+                   weights_row(spec, solution)),)
     if spec.row is None:
         parts, worked = [replace(p, notes=False) for p in gradient_parts(solution)], ()
     else:
@@ -289,7 +290,7 @@ register(QuestionType(
              "drow": r"Now query {{ spec.row + 1 }} alone. {% if spec.places %}With $a$, row "
                      r"{{ spec.row + 1 }} of $A$ to {{ spec.places }} places as given above (work "
                      r"from it exactly), and $\mathrm{d}o$, row "
-                     r"{{ spec.row + 1 }} of $\mathrm{d}O${% else %}With $a$ and $\mathrm{d}o$ row "
+                     r"{{ spec.row + 1 }} of $\mathrm{d}O${% else %}With $a$ and $\mathrm{d}o$, row "
                      r"{{ spec.row + 1 }} of $A$ and of $\mathrm{d}O${% endif %}, compute $\mathrm{d}a = "
                      r"\mathrm{d}o\, V^{\top}$ (row {{ spec.row + 1 }} of $\mathrm{d}A$), push it "
                      r"back through softmax, $\mathrm{d}\tilde{s}_j = a_j\,(\mathrm{d}a_j - \sum_k "
