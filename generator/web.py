@@ -235,5 +235,8 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str):
         grid_label=grid_label, written_symbol=written_symbol,
         widened_example=lambda items: widened_example(items, decimals))
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
+    # a grid's boxes are as wide as its longest key entry as shown (at least 4 characters)
+    environment.filters["entry_chars"] = lambda step: max([len(number(n)) for row in step.entries
+                                                           for n in row if n.value != -math.inf] + [4])
     environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)
     return environment

@@ -101,6 +101,7 @@ def test_answers_and_marks_survive_a_reload_until_cleared(site):
         assert part.locator("input").first.input_value() != ""
         assert part.locator(".marks").text_content() == "9 of 9 right ✓"
         assert "2.0 of 11" in page.locator("section.problem[data-problem=M42-1] h2 .score").text_content()
+        page.once("dialog", lambda dialog: dialog.accept())  # Clear asks first
         page.locator("#clear").click()
         page.reload()
         assert page.locator("section.problem[data-problem=M42-1] .part").nth(1).locator("input").first.input_value() == ""
@@ -118,7 +119,7 @@ def test_a_five_token_problem_fits_a_phone(tmp_path, run_cli, width):
             clipped = page.evaluate("""[...document.querySelectorAll('table.grid')].filter(
                 (t) => t.getBoundingClientRect().right > t.closest('.scroll').getBoundingClientRect().right + 1).length""")
             assert clipped == 0
-        page.locator(".part button.reveal").first.click()
+        page.locator(".part details.reveal summary").first.click()
         working = page.locator("pre.working").first
         assert page.evaluate("(pre) => pre.scrollWidth <= pre.clientWidth", working.element_handle())
         page.screenshot(path=str(tmp_path / f"phone-{width}.png"), full_page=True)

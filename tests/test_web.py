@@ -68,20 +68,20 @@ def test_check_marks_right_and_wrong_entries_and_reveal_shows_the_working(page, 
     right = key_rows(web_run, "M42-1", "Q")
     fill(q_grid, right)
     part.locator("button.check").click()
-    assert part.locator(".marks").text_content() == "12 of 33 right"
+    assert part.locator(".marks").text_content() == "12 of 36 right"  # 33 entries and 3 shapes
     assert q_grid.locator("input.right").count() == 12
 
     wrong = [row[:] for row in right]
     wrong[0][0] = str(float(wrong[0][0]) + 1)
     fill(q_grid, wrong)
     q_grid.locator("input").last.press("Enter")  # the keyboard checks too
-    assert part.locator(".marks").text_content() == "11 of 33 right"
+    assert part.locator(".marks").text_content() == "11 of 36 right"
     assert q_grid.locator("input.wrong").count() == 1 + 0  # the slip only: K, V are empty, not Q
 
-    reveal = part.locator("button.reveal")
-    reveal.click()
+    reveal = part.locator("details.reveal")
+    reveal.locator("summary").click()
     working = part.locator("pre.working")
-    assert working.is_visible() and reveal.get_attribute("aria-expanded") == "true"
+    assert working.is_visible() and reveal.get_attribute("open") is not None
     assert "Q[1,1] = " in working.text_content()
     page.screenshot(path=str(tmp_path / "practice.png"), full_page=True)
     assert (tmp_path / "practice.png").stat().st_size > 10_000

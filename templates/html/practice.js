@@ -6,6 +6,7 @@
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("answers").textContent);
+  document.documentElement.classList.add("js");  // shows what needs the script (Check, Clear)
 
   // A typed entry: {value} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3, 0,5.
   function parseEntry(text) {
@@ -82,11 +83,15 @@
     return { values: OPS[step.op](step, ...args), own };
   }
 
+  // A message repeats what was typed: a 5,000-character entry is cut, not shown whole.
+  const cut = (text, most = 160) => (text.length > most ? text.slice(0, most - 1) + "\u2026" : text);
+
   function setMark(td, input, mark, message) {
+    message = cut(message || "");
     input.classList.remove("right", "wrong", "unread");
     if (mark) { input.classList.add(mark); td.dataset.mark = mark; } else { delete td.dataset.mark; }
     input.setAttribute("aria-invalid", mark === "wrong" || mark === "unread" ? "true" : "false");
-    input.title = message || "";
+    input.title = message;
     if (message) input.setAttribute("aria-description", message); else input.removeAttribute("aria-description");
   }
 
@@ -158,13 +163,54 @@
       const [r, t] = checkChoice(part, problem);
       right += r; total += t;
     }
+    part.querySelectorAll("input.shape").forEach((input) => {
+      const ok = checkShape(input);
+      right += ok ? 1 : 0; total += 1;
+    });
+    part.querySelectorAll("table.grid").forEach(sayHighAndLow);
     part.dataset.score = total ? String(Number(part.dataset.marks) * right / total) : "0";
     const marks = part.querySelector(".marks");
     marks.textContent = total ? `${right} of ${total} right` + (right === total ? " \u2713" : "") : "";
+    noteOf(part).textContent = cut([...messages][0] || "", 300);
+    part.dataset.state = "checked";
+    remember(section, part, true);
+    if (!quiet) { recheckAfter(section, part); updateScores(); }
+  }
+
+  function noteOf(part) {
     let note = part.querySelector(".message");
-    if (!note) { note = document.createElement("p"); note.className = "message"; part.querySelector("p").after(note); }
-    note.textContent = [...messages][0] || "";
-    if (!quiet) updateScores();
+    if (!note) { note = document.createElement("p"); note.className = "message"; part.querySelector(".actions").before(note); }
+    return note;
+  }
+
+  // A shape typed as 3x4, 3×4, 3 by 4 or (3, 4): right when it is its grid's rows by columns.
+  function checkShape(input) {
+    const table = input.closest(".part").querySelector(`table.grid[data-step="${input.dataset.grid}"]`);
+    const rows = table.querySelectorAll("tr").length, columns = table.querySelector("tr").children.length;
+    const typed = input.value.trim().match(/^\(?\s*(\d+)\s*(?:x|\u00d7|\*|,|by|\s)\s*(\d+)\s*\)?$/i);
+    if (!input.value.trim()) { setMark(input.parentElement, input, null); return false; }
+    const ok = typed && Number(typed[1]) === rows && Number(typed[2]) === columns;
+    setMark(input.parentElement, input, ok ? "right" : (typed ? "wrong" : "unread"),
+      ok ? "" : (typed ? "not this matrix's shape" : "type the shape as rows×columns, such as 2×5"));
+    return ok;
+  }
+
+  // "too high" and "too low", said under the grid, not only in a tooltip.
+  function sayHighAndLow(table) {
+    const said = { "too high": [], "too low": [] };
+    table.querySelectorAll("tr").forEach((tr, i) => tr.querySelectorAll("td").forEach((td, j) => {
+      const input = td.querySelector("input.wrong");
+      if (input && said[input.title]) said[input.title].push(`row ${i + 1}, column ${j + 1}`);
+    }));
+    const text = Object.entries(said).filter(([, cells]) => cells.length)
+      .map(([how, cells]) => `${how}: ${cells.slice(0, 6).join("; ")}${cells.length > 6 ? ` and ${cells.length - 6} more` : ""}`)
+      .join(". ");
+    let note = table.closest(".scroll").nextElementSibling;
+    if (!note || !note.classList.contains("grid-note")) {
+      if (!text) return;
+      note = document.createElement("p"); note.className = "grid-note"; table.closest(".scroll").after(note);
+    }
+    note.textContent = text ? `\u2717 ${text}.` : "";
   }
 
   function updateScores() {
@@ -181,37 +227,110 @@
     document.getElementById("page-score").textContent = `Your score: ${pageScore.toFixed(1)} of ${pageMarks} marks`;
   }
 
-  // Entries and choices stay in this browser (localStorage), keyed by the problem's id.
-  const storage = (() => { try { return window.localStorage; } catch (e) { return null; } })();
-  const keyOf = (section, input) => `gen-problems:${section.dataset.problem}:${input.name || input.getAttribute("aria-label")}:${input.type === "radio" ? input.value : ""}`;
+  // Marks follow the answers: an edit takes back its grid's marks, and those of every grid
+  // that was marked against it (a later step carries the student's own values forward);
+  // Check then marks again the later parts that an edit left unmarked.
+  function feeds(problem, sources, name, seen = new Set()) {
+    const step = problem.graph[name];
+    if (!step || seen.has(name)) return false;
+    seen.add(name);
+    return step.inputs.some((input) => sources.has(input) || feeds(problem, sources, input, seen));
+  }
 
-  function save(section, input) {
+  function unmark(table) {
+    table.querySelectorAll("td input").forEach((input) => setMark(input.closest("td"), input, null));
+    const note = table.closest(".scroll").nextElementSibling;
+    if (note && note.classList.contains("grid-note")) note.textContent = "";
+  }
+
+  function setStale(section, part, why) {
+    if (!part.dataset.state) return;  // never checked: no marks to take back
+    part.dataset.state = part.dataset.state === "edited" ? "edited" : why;
+    part.dataset.score = "0";
+    part.querySelector(".marks").textContent = part.dataset.state === "edited" ? "changed since Check"
+      : "an earlier answer changed: press Check again";
+    noteOf(part).textContent = "";
+    remember(section, part, false);
+  }
+
+  function edited(section, input) {
+    const part = input.closest(".part");
+    const table = input.closest("td") && input.closest("table.grid");
+    if (input.classList.contains("shape")) setMark(input.parentElement, input, null);
+    if (table) {
+      const problem = data.problems[section.dataset.problem];
+      const sources = new Set([table.dataset.name]);
+      unmark(table);
+      section.querySelectorAll("table.grid").forEach((later) => {
+        if (!feeds(problem, sources, later.dataset.name)) return;
+        unmark(later);
+        if (later.closest(".part") !== part) setStale(section, later.closest(".part"), "earlier");
+      });
+    }
+    setStale(section, part, "edited");
+    updateScores();
+  }
+
+  function recheckAfter(section, part) {
+    const problem = data.problems[section.dataset.problem];
+    const sources = new Set([...part.querySelectorAll("table.grid")].map((t) => t.dataset.name));
+    section.querySelectorAll(".part[data-state=earlier]").forEach((later) => {
+      if ([...later.querySelectorAll("table.grid")].some((t) => feeds(problem, sources, t.dataset.name))) check(later, true);
+    });
+  }
+
+  // Entries, choices and which parts were checked stay in this browser (localStorage),
+  // keyed by the page's set (a fingerprint of its key: seed, types, version) and the problem.
+  const storage = (() => { try { return window.localStorage; } catch (e) { return null; } })();
+  const pageSet = (() => {
+    const text = document.getElementById("answers").textContent;
+    let hash = 0x811c9dc5;  // FNV-1a
+    for (let k = 0; k < text.length; k += 1) hash = Math.imul(hash ^ text.charCodeAt(k), 0x01000193);
+    return (hash >>> 0).toString(36);
+  })();
+  const prefix = `gen-problems:${pageSet}:`;
+  const keyOf = (section, input) => `${prefix}${section.dataset.problem}:${input.name || input.getAttribute("aria-label")}:${input.type === "radio" ? input.value : ""}`;
+  const checkedKey = (section, part) => `${prefix}${section.dataset.problem}:checked:${part.dataset.part}`;
+
+  function store(key, value) {
     if (!storage) return;
     try {
-      if (input.type === "radio") {
-        section.querySelectorAll(`input[name="${input.name}"]`).forEach((r) => storage.removeItem(keyOf(section, r)));
-        if (input.checked) storage.setItem(keyOf(section, input), "1");
-      } else if (input.value) storage.setItem(keyOf(section, input), input.value);
-      else storage.removeItem(keyOf(section, input));
+      if (value === null) storage.removeItem(key); else storage.setItem(key, value);
     } catch (e) { /* a full or blocked storage only loses persistence */ }
   }
 
+  function remember(section, part, checked) { store(checkedKey(section, part), checked ? "1" : null); }
+
+  function save(section, input) {
+    if (input.type === "radio") {
+      section.querySelectorAll(`input[name="${input.name}"]`).forEach((r) => store(keyOf(section, r), null));
+      if (input.checked) store(keyOf(section, input), "1");
+    } else store(keyOf(section, input), input.value || null);
+  }
+
   function restore(section) {
-    if (!storage) return false;
-    let any = false;
+    if (!storage) return;
     section.querySelectorAll("input").forEach((input) => {
       const stored = storage.getItem(keyOf(section, input));
       if (stored === null) return;
-      any = true;
       if (input.type === "radio") input.checked = true; else input.value = stored;
     });
-    return any;
+    // only the parts that were checked, and not changed since, show marks again
+    section.querySelectorAll(".part").forEach((part) => {
+      if (storage.getItem(checkedKey(section, part)) !== null) check(part, true);
+    });
   }
 
   for (const section of document.querySelectorAll("section.problem")) {
-    section.addEventListener("input", (event) => save(section, event.target));
-    section.addEventListener("change", (event) => save(section, event.target));
-    if (restore(section)) section.querySelectorAll(".part").forEach((part) => check(part, true));
+    section.addEventListener("input", (event) => {
+      if (event.target.type === "radio") return;
+      save(section, event.target); edited(section, event.target);
+    });
+    section.addEventListener("change", (event) => {
+      if (event.target.type !== "radio") return;
+      save(section, event.target); edited(section, event.target);
+    });
+    restore(section);
   }
 
   for (const part of document.querySelectorAll(".part")) {
@@ -219,33 +338,25 @@
     part.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && event.target.matches("input")) { event.preventDefault(); check(part); }
     });
-    for (const [button, panel, label] of [["button.reveal", ".working", "Reveal"], ["button.hint-button", ".hint", "Hint"]]) {
-      const toggle = part.querySelector(button);
-      if (!toggle) continue;
-      toggle.addEventListener("click", () => {
-        const shown = part.querySelector(panel);
-        shown.hidden = !shown.hidden;
-        toggle.setAttribute("aria-expanded", String(!shown.hidden));
-        toggle.textContent = shown.hidden ? label : (label === "Reveal" ? "Hide" : "Hide hint");
-      });
-    }
   }
 
   document.getElementById("clear").addEventListener("click", () => {
-    for (const section of document.querySelectorAll("section.problem")) {
-      section.querySelectorAll("input").forEach((input) => {
-        if (storage) storage.removeItem(keyOf(section, input));
-        if (input.type === "radio") input.checked = false; else input.value = "";
-        const td = input.closest("td");
-        if (td) setMark(td, input, null);
-      });
-      section.querySelectorAll(".part").forEach((part) => {
-        part.dataset.score = "0";
-        part.querySelector(".marks").textContent = "";
-        const note = part.querySelector(".message");
-        if (note) note.textContent = "";
-      });
+    if (!window.confirm("Clear every answer and mark on this page? This cannot be undone.")) return;
+    if (storage) {
+      const mine = [];
+      for (let k = 0; k < storage.length; k += 1) if (storage.key(k).startsWith(prefix)) mine.push(storage.key(k));
+      mine.forEach((key) => store(key, null));
     }
+    document.querySelectorAll("section.problem input").forEach((input) => {
+      if (input.type === "radio") input.checked = false; else input.value = "";
+    });
+    document.querySelectorAll("[data-mark]").forEach((cell) => setMark(cell, cell.querySelector("input"), null));
+    document.querySelectorAll(".message, .grid-note").forEach((note) => { note.textContent = ""; });
+    document.querySelectorAll(".part").forEach((part) => {
+      delete part.dataset.state;
+      part.dataset.score = "0";
+      part.querySelector(".marks").textContent = "";
+    });
     updateScores();
   });
   updateScores();
