@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine import Step, run, solve
+from ..engine import Solution, Step, run, solve
 from ..questions import ConceptItem, Part, Question, lettered, the_top_key
 from ..spec import one_based
 from ..steps import plan
@@ -20,8 +20,9 @@ def row_question(spec) -> Question:
     scores = solution.step("scores").entries[spec.row]
     visible = spec.row + 1 if spec.mask == "causal" else len(scores)
     row = Step("scores", "one row of scores (given)", "given", (scores[:visible],))
-    worked = run(plan(("scores",), scaled=not spec.unscaled, through="weights"), spec,
-                 known={"scores": row})
+    worked = as_row_of_the_matrix(run(plan(("scores",), scaled=not spec.unscaled,
+                                           through="weights"), spec, known={"scores": row}),
+                                  spec.row)
     weights = worked.step("weights")
     top = the_top_key(weights.entries[0], spec)
     scaling = [] if spec.unscaled else [Part("row-scaled", 1, (worked.step("scaled"),), notes=False)]
@@ -30,6 +31,14 @@ def row_question(spec) -> Question:
                                      answer=(top, weights.entries[0][top]), item=keys)])
     return Question("row", spec, solution, (row,), parts, shown=(("", "s", row),),
                     worked_by_parts=(("", worked),))
+
+
+def as_row_of_the_matrix(worked: Solution, row: int) -> Solution:
+    """The one-row working numbered as the row it is of S̃ and A (S̃[3,1], "Row 3"), as the
+    question names it, not as row 1 of a 1-row matrix."""
+    steps = tuple(replace(step, working=tuple(replace(line, row=row) for line in step.working))
+                  for step in worked.steps)
+    return replace(worked, steps=steps)
 
 
 def read_row(spec, record: dict, where: str):
