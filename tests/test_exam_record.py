@@ -142,6 +142,7 @@ def test_a_kept_record_may_be_read_by_a_run_into_its_own_folder(tmp_path, run_cl
 # -- a problem set again prints the key the marker used -----------------------------------------
 
 PAPER_SUMMARY = re.compile(r"\d+ problems?, \d+ marks in all; about \d+ minutes")
+SCORE_BOX = re.compile(r"\\begin\{tabular\}\{[|lc]*\}\\hline\nProblem &.*?\\end\{tabular\}", re.S)
 DRAW_AGAIN = re.compile(r" ?(\\par\{\\raggedright )?This set is drawn again by .*?\.(\\par\})?$",
                         re.M)
 
@@ -155,10 +156,11 @@ def split_markdown(text: str) -> tuple[str, dict[int, str]]:
 
 
 def split_latex(text: str) -> tuple[str, dict[int, str]]:
-    head, *problems = re.split(r"(?:\\newpage)?\\question ", text)
+    head, *problems = re.split(r"(?:\\newpage\s*)?\\qformat\{", text)
     last = problems[-1] if problems else ""
     problems[-1:] = [last[:last.find(r"\end{questions}")]] if problems else []
-    return (DRAW_AGAIN.sub("", PAPER_SUMMARY.sub("N", head)),
+    # the cover's score box lists the paper's own problems, one when a problem is set again
+    return (SCORE_BOX.sub("", DRAW_AGAIN.sub("", PAPER_SUMMARY.sub("N", head))),
             {int(re.search(r"Problem (\d+):", p).group(1)): p.rstrip() for p in problems})
 
 
@@ -183,7 +185,8 @@ def test_a_problem_set_again_prints_as_the_markers_key(no_calculator_exam, tmp_p
     exam = record(no_calculator_exam)
     assert exam["decimals"] == 5
     header, problems = split((no_calculator_exam / document).read_text())
-    assert re.search(r"e\^\{?-1\}? (≈|\\approx) 0\.3678\d", header)  # the table, 5 places or more
+    # the table, 5 places or more: a line of Markdown, a row of values in LaTeX
+    assert re.search(r"e\^-1 ≈ 0\.3678\d|& \$0\.3678\d+\$ &", header)
     for problem in exam["problems"]:
         out = tmp_path / problem["id"]
         assert run_cli("--problem", problem["id"], "--record", no_calculator_exam / "problems.json",
