@@ -65,7 +65,8 @@ def first_working(step, step_def, head: int | None, decimals: int,
     line = step.working[0]
     places = fmt.working_places(line, decimals)
     text = lambda n: fmt.decimal_text(n, places)  # noqa: E731 (an operand, as the key writes it)
-    entry = f"{fmt.plain_entry_symbol(step.name, head)}[1,1]"
+    # the line's own place: a row question's one row is row 3 of S̃, not row 1
+    entry = f"{fmt.plain_entry_symbol(step.name, head)}[{line.row + 1},{getattr(line, 'col', 0) + 1}]"
     if step.kind == "product":
         return f"{entry} = {products(line.pairs, text)} {_result(line.result, decimals)}."
     if step.kind == "scaling":
@@ -82,7 +83,8 @@ def first_working(step, step_def, head: int | None, decimals: int,
     if step.kind == "blend":
         rows = fmt.plain_entry_symbol(step_def.inputs[1], head)
         terms = [f"{text(weight)}·(row {k + 1} of {rows})" for k, weight in enumerate(line.weights)]
-        return f"row 1 of {fmt.plain_entry_symbol(step.name, head)} = " + " + ".join(terms) + "."
+        return (f"row {line.row + 1} of {fmt.plain_entry_symbol(step.name, head)} = "
+                + " + ".join(terms) + ".")
     return ""
 
 
@@ -100,7 +102,7 @@ def softmax_row(line, places: int) -> str:
         f"e^{fmt.decimal_text(x, fmt.exponent_places(x, e, places))} "
         f"{'=' if fmt.is_exact_at(e, places) else '≈'} {fmt.decimal_text(e, places)}"
         for x, e in zip(line.inputs, line.exponentials))
-    return f"Row 1: {powers}; sum = {fmt.printed_sum(line.exponentials, places)}."
+    return f"Row {line.row + 1}: {powers}; sum = {fmt.printed_sum(line.exponentials, places)}."
 
 
 def _result(num, decimals: int) -> str:

@@ -16,6 +16,10 @@ the product of two errors where an op multiplies them):
 Each bound then gets a margin (``MARGIN``) for what the first order leaves out.  A
 real mistake moves an answer by far more than rounding does, and the tests hold both
 sides: a rounding student is never marked wrong, real mistakes still are.
+
+The practice page marks an entry right when it is the key's within ``chain`` (as Moodle
+and Canvas do) or follows from the student's own values within ``local``; and where a
+grid is wrong, it says which common slip (``slips``) gives what the student wrote.
 """
 
 from __future__ import annotations
@@ -39,19 +43,23 @@ def half_unit(decimals: int) -> float:
 
 
 class Tolerances:
-    """The tolerances of every step a question's student works (its ``worked`` solutions)."""
+    """The tolerances of every step a question's student works (its ``worked`` solutions).
+
+    A step the statement shows (the forward pass before a backward one, the other head's
+    output) is read off the page, rounded as shown: its chain starts there, as a given's does."""
 
     def __init__(self, question, decimals: int):
         self.u = half_unit(decimals)
         self._by_step: dict[int, Tolerance] = {}
         by_name: dict[str, Tolerance] = {}
+        shown = {id(step) for _, _, step in question.shown}
         for prefix, solution in question.worked:
             values = {step.name: step.numeric for step in solution.steps}
             chain: dict[str, np.ndarray] = {}
             for step_def, step in zip(solution.plan, solution.steps):
                 name = prefix + step.name if "." not in step.name else step.name
-                if step_def.is_given:
-                    known = by_name.get(name)
+                if step_def.is_given or id(step) in shown:
+                    known = by_name.get(name) if step_def.is_given else None
                     chain[step.name] = known.chain if known else _given_error(
                         step.name, values[step.name], question.spec, self.u)
                     read = _bounded(chain[step.name])
@@ -179,3 +187,87 @@ RULES = {"product": _product, "blend": _product, "scaling": _scaling, "masking":
 
 def _bounded(error: np.ndarray) -> np.ndarray:
     return np.maximum(error * MARGIN, FLOOR)
+
+
+# The common slips of each step the student works, for the practice page: a change to how its
+# step graph computes the step (its op, inputs or flags), and what the page says when a
+# student's grid is what that change gives.  ``sym`` prints a step's name as the paper does
+# (A, or A₁ in head 1); ``before`` gives the StepDef that computes a name, or None.
+def slips(step, sym, spec, before) -> list[tuple[dict, str]]:
+    """The common slips of ``step`` (a StepDef of a plan), each (change, what the page says)."""
+    found = _product_slips(step, sym) if step.op in ("product", "blend") else []
+    rule = SLIPS.get(step.op)
+    return found + (rule(step, sym, spec, before) if rule else [])
+
+
+# Why a product is the way round it is, where a student most often turns it.
+WHY = {"scores": "entry (i, j) is query i dotted with key j",
+       "output": "row i blends the rows of the values with query i's weights",
+       "dV": "row j gathers every query's gradient, weighted by how much it attends to key j",
+       "dweights": "entry (i, j) is query i's gradient dotted with value j",
+       "dQ": "query i's row of the gradient weighs the keys",
+       "dK": "key j's column of the gradient weighs the queries"}
+# The input a student most often takes instead of the second one.
+MIXED_UP = {"dQ": "Q", "dK": "K", "output": "K"}
+
+
+def _product_slips(step, sym) -> list[tuple[dict, str]]:
+    """A product turned: a transpose left off or added on either side, the factors in the
+    other order, or the wrong matrix taken."""
+    def text(inputs=step.inputs, left=step.transpose_left, right=step.transpose):
+        return f"{sym(inputs[0])}{'ᵀ' if left else ''} {sym(inputs[1])}{'ᵀ' if right else ''}"
+    right = text() if sym(step.name) == text().replace(" ", "") else f"{sym(step.name)} = {text()}"
+    right += f": {WHY[step.name]}" if step.name in WHY else ""
+    turned = [{"transpose_left": not step.transpose_left}, {"transpose": not step.transpose},
+              {"inputs": list(step.inputs[::-1])}]
+    if step.name in MIXED_UP:
+        turned.append({"inputs": [step.inputs[0], MIXED_UP[step.name]]})
+    change = lambda c: {"op": "product", **c}
+    said = lambda c: text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),
+                          c.get("transpose", step.transpose))
+    return [(change(c), f"this is {said(c)}, not {right}") for c in turned]
+
+
+def _scaling(step, sym, spec, before):
+    me, of = sym(step.name), sym(step.inputs[0])
+    if spec.scale is not None:
+        return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {spec.scale}·{of}")]
+    return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {of}/√d_k"),
+            ({"factor": 1.0 / spec.d_k}, f"this divides by d_k: {me} = {of}/√d_k, by its square root"),
+            ({"factor": float(np.sqrt(spec.d_k))}, f"this multiplies by √d_k: {me} = {of}/√d_k")]
+
+
+def _softmax(step, sym, spec, before):
+    me, of = sym(step.name), sym(step.inputs[0])
+    found = [({"by_columns": True}, f"this is softmax down each column: it runs along each row "
+                                    f"of {of}, so that each row of {me} sums to 1")]
+    source = before(step.inputs[0])
+    if source is not None and source.op == "masking":
+        found.append(({"inputs": [source.inputs[0]]}, f"the mask is missing: where key j comes "
+                      f"after query i the weight is 0, and each row of {me} sums to 1 over the "
+                      f"keys that query may see"))
+    elif source is not None and source.op == "scaling":
+        found.append(({"inputs": [source.inputs[0]]}, f"this is the softmax of {sym(source.inputs[0])}: "
+                      f"{me} = softmax({of}), of the scaled scores"))
+    return found
+
+
+def _softmax_backward(step, sym, spec, before):
+    me, a, da = sym(step.name), sym(step.inputs[0]), sym(step.inputs[1])
+    return [({"rowsum": False}, f"the row-sum term is missing: {me}ᵢⱼ = {a}ᵢⱼ({da}ᵢⱼ − Σₖ {a}ᵢₖ{da}ᵢₖ), "
+                                f"not {a}ᵢⱼ{da}ᵢⱼ")]
+
+
+def _add(step, sym, spec, before):
+    whole = " + ".join(sym(n) for n in step.inputs)
+    return [({"inputs": [n for n in step.inputs if n != left_out]},
+             f"{sym(left_out)} is missing: {sym(step.name)} = {whole}") for left_out in step.inputs]
+
+
+def _concat(step, sym, spec, before):
+    return [({"inputs": list(step.inputs[::-1])}, f"the heads are the wrong way round: {sym(step.name)} "
+             f"= [{', '.join(sym(n) for n in step.inputs)}], head 1 on the left")]
+
+
+SLIPS = {"scaling": _scaling, "softmax": _softmax, "softmax-backward": _softmax_backward,
+         "add": _add, "concat": _concat}

@@ -58,6 +58,19 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Pick:
+    """A matrix a part asks for that no plan computes, read off another by picking rows and
+    columns: a head's block of the columns of Q, the weights with two tokens swapped (rows and
+    columns).  The practice page marks its grid against the student's own ``source`` where
+    they typed it; each slip is a wrong pick (rows, columns) and what the page then says."""
+    name: str  # its grid's name on the page
+    source: str  # the grid, or given or shown matrix, it is read off
+    rows: tuple[int, ...]
+    columns: tuple[int, ...]
+    slips: tuple[tuple[tuple[int, ...], tuple[int, ...], str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ConceptItem:
     topic: str  # what it asks: top-attention, row-sum, ..., or a type's own (reason, top-key)
     choices: tuple  # values; the type's ``choice`` prose writes each
@@ -81,6 +94,7 @@ class Question:
     # The solutions whose steps the student works, each with the prefix its steps' grids
     # take on the practice page (head1., ...); by default the solution itself.
     worked_by_parts: tuple[tuple[str, Solution], ...] = ()
+    picks: tuple["Pick", ...] = ()  # the asked matrices read off others (a head's Q_h; A')
 
     @property
     def worked(self) -> tuple[tuple[str, Solution], ...]:

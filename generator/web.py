@@ -23,7 +23,7 @@ from . import steps
 from .hints import hint_of
 from .prose import mathml, spoken
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
-from .marking import Tolerances
+from .marking import Tolerances, slips
 from .teacher_text import cloze_literal
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
@@ -79,8 +79,9 @@ def rendered(template, workspace: Path | None, name: str, **values) -> str | Pat
 def practice_data(paper: Paper, decimals: int) -> dict:
     """What the page's script needs to mark answers: each grid's key values and tolerances
     (``marking``: ``local`` when every input is the student's own, else ``chain``), the key's
-    value of every step (for an earlier step left blank), the step graph (``step_graph``)
-    that carries a student's own values forward, and each choice's answer."""
+    value of every step (for an earlier step left blank), the matrices the page shows as it
+    shows them (``shown_inputs``), the step graph (``step_graph``) that carries a student's
+    own values forward and names each step's common slips, and each choice's answer."""
     problems = {}
     for problem in paper.problems:
         question = problem.question
@@ -98,20 +99,36 @@ def practice_data(paper: Paper, decimals: int) -> dict:
             "known": {prefix + step.name: _values(step.numeric)
                       for prefix, solution in question.worked for step in solution.steps
                       if "." not in step.name},
-            "given": {**{s.name: _values(s.numeric) for s in question.given},
-                      **kept_as_shown(question, decimals)},
+            "given": shown_inputs(question, decimals),
             "answers": {part.letter: part.item.answer for part in question.parts if part.item},
         }
     return {"problems": problems}
+
+
+def shown_inputs(question, decimals: int) -> dict:
+    """Every matrix the page shows that a step reads, as shown (to the shown decimals, as the
+    student reads it): the given matrices, the worked steps the statement shows (A and O
+    before a swap, the forward pass before the backward one, the other head's output), and
+    the steps a part keeps.  Steps computed from these are marked as from the student's own."""
+    names = {id(step): _prefixed(prefix, step.name)
+             for prefix, solution in question.worked for step in solution.steps}
+    shown = {step.name: as_shown(step, decimals) for step in question.given}
+    shown.update({names[id(step)]: as_shown(step, decimals)
+                  for _, _, step in question.shown if id(step) in names})
+    return {**shown, **kept_as_shown(question, decimals)}
+
+
+def as_shown(step, decimals: int) -> list:
+    """A step's entries as the page shows them, rounded to the shown decimals; -inf as null."""
+    return [[None if n.value == -math.inf else float(fmt.decimal_text(n, decimals)) for n in row]
+            for row in step.entries]
 
 
 def kept_as_shown(question, decimals: int) -> dict:
     """The steps a part keeps (shown, not asked) as the page shows them, rounded to the shown
     decimals: the student works on from these, so the steps after them are marked against
     what they give, as against given matrices."""
-    return {step.name: [[None if n.value == -math.inf else float(fmt.decimal_text(n, decimals))
-                         for n in row] for row in step.entries]
-            for part in question.parts for step in part.kept}
+    return {step.name: as_shown(step, decimals) for part in question.parts for step in part.kept}
 
 
 def _values(matrix, digits: int | None = None) -> list:
@@ -154,19 +171,59 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
 
 def step_graph(question) -> dict:
     """How each step the student works follows from others, read from the plans the engine
-    ran (``steps.plan``): {name: {op, inputs, ...}}, names as the page's grids are named."""
+    ran (``steps.plan``) and the matrices the question picks off others (``Question.picks``):
+    {name: {op, inputs, ..., slips}}, names as the page's grids are named.  Each slip is a
+    change to the step and what the page says when a student's grid is what it gives."""
     graph = {}
     for prefix, solution in question.worked:
-        scale = solution.spec.scale
-        factor = 1 / math.sqrt(solution.spec.d_k) if scale is None else float(scale)
+        named = partial(_prefixed, prefix)
+        sym = lambda name, named=named: plain_symbol(named(name))
+        before = {s.name: s for s in solution.plan if not s.is_given}.get
         for step in solution.plan:
             if not step.is_given:
-                graph[prefix + step.name] = {
-                    "op": step.op, "inputs": [prefix + name if "." not in name else name
-                                              for name in step.inputs],
+                graph[named(step.name)] = {
+                    "op": step.op, "inputs": [named(name) for name in step.inputs],
                     "transpose": step.transpose, "transpose_left": step.transpose_left,
-                    "by_columns": step.by_columns, "factor": factor}
+                    "by_columns": step.by_columns, "factor": _factor(step, solution.spec),
+                    "slips": [_slip(change, says, named)
+                              for change, says in slips(step, sym, solution.spec, before)]}
+    for pick in question.picks:
+        graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
+                            "columns": pick.columns,
+                            "slips": [{"change": {"rows": rows, "columns": columns}, "says": says}
+                                      for rows, columns, says in pick.slips]}
     return graph
+
+
+def _prefixed(prefix: str, name: str) -> str:
+    return name if "." in name else prefix + name
+
+
+def _slip(change: dict, says: str, named) -> dict:
+    """A slip as the page's script reads it, any inputs it changes named as the grids are."""
+    if "inputs" in change:
+        change = {**change, "inputs": [named(name) for name in change["inputs"]]}
+    return {"change": change, "says": says}
+
+
+def _factor(step, spec) -> float:
+    """What a scaling step multiplies by: the problem's scale (else 1/sqrt(d_k)), or a
+    mistake's 1 or 1/d_k."""
+    usual = 1 / math.sqrt(spec.d_k) if spec.scale is None else float(spec.scale)
+    return {"one": 1.0, "one-over-dk": 1 / spec.d_k}.get(step.factor, usual)
+
+
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def plain_symbol(name: str) -> str:
+    """A step's symbol as the page's messages print it, in plain text: S̃, dA, A₁ (head 1's)."""
+    prefix, _, base = name.rpartition(".")
+    text = re.sub(r"\\(tilde|hat)\{(\w)\}", lambda m: m[2] + ("\u0303" if m[1] == "tilde" else "\u0302"),
+                  steps.symbol(base))
+    text = re.sub(r"\\mathrm\{(.*?)\}", r"\1", text).replace("{", "").replace("}", "")
+    head = re.fullmatch(r"head(\d+)", prefix)
+    return text + head[1].translate(SUBSCRIPTS) if head else text
 
 
 STRONG = re.compile(r"\*\*(.+?)\*\*")

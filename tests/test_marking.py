@@ -66,14 +66,19 @@ def page_tolerances(question, decimals):
 
 def false_marks(question, decimals):
     """Entries the rounding student gets marked wrong: in Moodle (every step from their own
-    rounded chain), and on the page (each step from exactly the values they typed)."""
+    rounded chain, from the matrices the statement shows as shown), and on the page (each
+    step from exactly the values they typed)."""
     moodle, page = gap_tolerances(question, decimals), page_tolerances(question, decimals)
     wrong, written = [], {}
+    shown = {id(step) for _, _, step in question.shown}  # read off the statement, as shown
     for prefix, solution in question.worked:
         mine = {}
         for step_def, step in zip(solution.plan, solution.steps):
             key = step.numeric
             name = prefix + step.name if "." not in step.name else step.name
+            if id(step) in shown and not step_def.is_given:
+                mine[step.name] = rounded(key, decimals)
+                continue
             if step_def.is_given:
                 mine[step.name] = key if step.name in question.spec.matrices else written.get(
                     name, rounded(key, decimals))

@@ -5,6 +5,7 @@ reload, and a 5-token problem on a phone."""
 
 import json
 
+import numpy as np
 import pytest
 
 from generator.pipeline import solve_checked
@@ -133,8 +134,27 @@ def test_a_grid_off_by_a_pattern_says_what_went_wrong(site):
         parts = page.locator("section.problem[data-problem=M42-1] .part")
         fill(parts.nth(1).locator("table.grid"), texts(scores.T, 0))  # Q K^T transposed
         parts.nth(1).locator("button.check").click()
-        assert "transposed" in parts.nth(1).locator(".message").text_content()
+        assert parts.nth(1).locator(".message").text_content().startswith("this is K Qᵀ, not S = Q Kᵀ")
         fill(parts.nth(1).locator("table.grid"), texts(scores, 0))  # put right
         fill(parts.nth(2).locator("table.grid"), texts(scores, 0))  # the scores, not scaled
         parts.nth(2).locator("button.check").click()
-        assert "2.000 times the right one: check the scaling" in parts.nth(2).locator(".message").text_content()
+        assert parts.nth(2).locator(".message").text_content() == "this is S itself, not scaled: S̃ = S/√d_k"
+
+
+def test_a_swap_is_marked_against_the_shown_matrices_swapped(tmp_path, run_cli):
+    """Two tokens swap: A' = PAP^T and O' = PO are read off the A and O the statement shows (the
+    step graph's picks), not computed as the plan's weights and output, whose names their grids
+    once shared; so the swapped matrices are right and the unchanged ones wrong."""
+    from test_practice_students import OPS, marking_data, matrix
+    assert run_cli("--practice", "--types", "permute", "--seed", 5, "--format", "html",
+                   "--out", tmp_path)[0] == 0
+    unchanged_caught = 0
+    for problem in marking_data(tmp_path / "practice.html").values():
+        for grid in problem["steps"].values():
+            step = problem["graph"][grid["name"]]
+            shown = matrix(problem["given"][step["inputs"][0]])
+            key, tolerance = matrix(grid["values"]), matrix(grid["chain"])
+            assert step["op"] == "pick" and grid["name"] in ("A′", "O′")
+            assert (np.abs(OPS["pick"](step, shown) - key) <= tolerance).all()
+            unchanged_caught += bool((np.abs(shown - key) > tolerance).any())
+    assert unchanged_caught >= 36  # of 40 grids (a swap of two equal rows would change nothing)

@@ -52,12 +52,16 @@ def numerical_items(quizzes):
 
 def student_values(question, decimals) -> dict:
     """Each step's matrix as a student works it by hand (test_marking's rules): every step from
-    their own rounded earlier steps; by the step's identity."""
+    their own rounded earlier steps, or as the statement shows it; by the step's identity."""
     written, by_id = {}, {}
+    shown = {id(step) for _, _, step in question.shown}
     for prefix, solution in question.worked:
         mine = {}
         for step_def, step in zip(solution.plan, solution.steps):
             name = prefix + step.name if "." not in step.name else step.name
+            if id(step) in shown and not step_def.is_given:
+                mine[step.name] = rounded(step.numeric, decimals)
+                continue
             if step_def.is_given:
                 mine[step.name] = step.numeric if step.name in question.spec.matrices else written.get(
                     name, rounded(step.numeric, decimals))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..engine import run, solve
-from ..questions import Part, Question, given_steps, lettered
+from ..questions import Part, Pick, Question, given_steps, lettered
 from ..spec import MAX_DIMENSION, ProblemSpec, one_based
 from ..steps import REGISTRY, given_def
 from ..worthiness import heads_are_readable
@@ -46,13 +46,29 @@ def heads_question(spec) -> Question:
     given_outputs = tuple(("", f"O_{{{h}}}", heads[h - 1].step("output"))
                           for h in range(1, HEADS + 1) if h not in asked)
     return Question("heads", spec, solution, given_steps(solution) + (w_o,), parts, heads=heads,
-                    combined=combined, worked_by_parts=worked, shown=given_outputs)
+                    combined=combined, worked_by_parts=worked, shown=given_outputs,
+                    picks=tuple(split_pick(step, h) for h in asked for step in (q, k, v)))
+
+
+def split_pick(step, head: int) -> Pick:
+    """Head ``head``'s Q_h (K_h, V_h) as read off Q: its block of columns; the slip, the
+    other head's block."""
+    rows, columns = tuple(range(step.shape[0])), tuple(_block(step, head - 1))
+    other = HEADS + 1 - head
+    return Pick(f"head{head}.{step.name}", step.name, rows, columns, (
+        (rows, tuple(_block(step, other - 1)), f"this is head {other}'s block: head {head} takes "
+                                              f"columns {columns[0] + 1} to {columns[-1] + 1} of {step.name}"),))
+
+
+def _block(step, head: int) -> range:
+    """Head ``head``'s (from 0) block of the step's columns."""
+    width = step.shape[1] // HEADS
+    return range(head * width, (head + 1) * width)
 
 
 def _columns(step, head: int) -> tuple:
     """Head ``head``'s block of the step's columns, as exact numbers."""
-    width = step.shape[1] // HEADS
-    return tuple(tuple(n.exact for n in row[head * width:(head + 1) * width]) for row in step.entries)
+    return tuple(tuple(row[j].exact for j in _block(step, head)) for row in step.entries)
 
 
 def _check(spec) -> str | None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..engine import Step, solve
-from ..questions import SETUP, ConceptItem, Part, Question, given_steps, lettered, shuffled_item
+from ..questions import (SETUP, ConceptItem, Part, Pick, Question, given_steps, lettered,
+                         shuffled_item)
 from ..spec import SpecError, one_based
 from . import GIVEN, SHOWN, QuestionType, register
 
@@ -23,13 +24,35 @@ def permute_question(spec) -> Question:
     recomputed = solve(replace(spec, matrices={**spec.matrices, "X": swapped_x}))
     weights = permuted(solution.step("weights"), order, columns_too=True)
     output = permuted(solution.step("output"), order, columns_too=False)
-    parts = lettered([Part("permute-weights", 2, (weights,), shown_as=("A'",)),
-                      Part("permute-output", 2, (output,), shown_as=("O'",)),
+    parts = lettered([Part("permute-weights", 2, (weights,), shown_as=("A'",), grid_names=("A′",)),
+                      Part("permute-output", 2, (output,), shown_as=("O'",), grid_names=("O′",)),
                       Part("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")),
                            shown_as=("A'", "O'"), item=_reasons(spec), grids=False)])
     shown = (("", "A", solution.step("weights")), ("", "O", solution.step("output")))
     return Question("permute", spec, solution, given_steps(solution), parts, recomputed=recomputed,
-                    shown=shown)
+                    shown=shown, picks=picks(spec, order, solution.step("output").shape[1]))
+
+
+def picks(spec, order: list[int], d_v: int) -> tuple[Pick, Pick]:
+    """A' and O' read off the shown A and O (A' = PAP^T, O' = PO): the page marks them
+    against those, never against a step of the plan that happens to share their name; and
+    the slips of a swap, each with what the page says."""
+    a, b = (t + 1 for t in spec.swap)
+    same, values = tuple(range(len(order))), tuple(range(d_v))
+    swap = tuple(order)
+    weights = Pick("A′", "weights", swap, swap, (
+        (same, same, f"this is A unchanged: tokens {a} and {b} swap as queries and as keys, so "
+                     f"rows {a} and {b} of A swap and so do columns {a} and {b} (A′ = PAPᵀ)"),
+        (swap, same, f"only rows {a} and {b} swapped: the tokens are keys too, so columns {a} "
+                     f"and {b} swap as well (A′ = PAPᵀ)"),
+        (same, swap, f"only columns {a} and {b} swapped: the tokens are queries too, so rows "
+                     f"{a} and {b} swap as well (A′ = PAPᵀ)")))
+    output = Pick("O′", "output", swap, values, (
+        (same, values, f"this is O unchanged: each row of O belongs to its token, so rows {a} "
+                       f"and {b} swap (O′ = PO)"),
+        *(((swap, swap, f"columns {a} and {b} swapped too: the columns of O are value "
+                        f"dimensions, not tokens; only rows swap (O′ = PO)"),) if d_v == len(order) else ())))
+    return weights, output
 
 
 # Why nothing needs recomputing: the reason, and reasons students give that are wrong.

@@ -1,8 +1,9 @@
 // The practice page's marking: every value it needs is in the JSON block #answers.
-// A step is marked against what the student's own earlier steps on the page give, when
-// those are filled in, so one slip costs one step only; a blank earlier step counts as
-// the key's. Each entry's tolerance comes from the generator's marking rule: "local"
-// when every input is the student's own, "chain" when some input is the key's.
+// An entry is right when it is the key's within the chain tolerance (as Moodle and Canvas
+// mark it), or when it follows from the student's own earlier values on the page by the
+// problem's step graph, so one slip costs one step only; a blank earlier step counts as
+// the key's. The tolerances come from the generator's marking rule (generator/marking.py):
+// "local" when every input is the student's own (or as shown), "chain" when some is the key's.
 "use strict";
 (function () {
   const data = JSON.parse(document.getElementById("answers").textContent);
@@ -40,7 +41,9 @@
   }
 
   const transpose = (m) => m[0].map((_, j) => m.map((row) => row[j]));
-  const matmul = (a, b) => a.map((row) => transpose(b).map((col) => row.reduce((s, x, k) => s + x * col[k], 0)));
+  // null where the shapes do not fit: a slip (below) may ask for a product that cannot be taken
+  const matmul = (a, b) => (a[0].length !== b.length ? null
+    : a.map((row) => transpose(b).map((col) => row.reduce((s, x, k) => s + x * col[k], 0))));
   const softmaxRows = (m) => m.map((row) => {
     const top = Math.max(...row);
     const e = row.map((x) => (x === -Infinity ? 0 : Math.exp(x - top)));
@@ -48,7 +51,9 @@
     return e.map((x) => x / sum);
   });
 
-  // Each op of the step registry, as the engine computes it (on the student's numbers).
+  // Each op of the step graph, as the engine computes it (on the student's numbers); a slip's
+  // change may set a flag the engine never does (rowsum: false, the softmax backward row's
+  // dot product left out).
   const OPS = {
     product: (step, a, b) => matmul(step.transpose_left ? transpose(a) : a, step.transpose ? transpose(b) : b),
     scaling: (step, a) => a.map((row) => row.map((x) => x * step.factor)),
@@ -58,30 +63,41 @@
     add: (step, ...terms) => terms[0].map((row, i) => row.map((_, j) => terms.reduce((s, t) => s + t[i][j], 0))),
     jacobian: (step, a) => a[0].map((ai, i) => a[0].map((aj, j) => ai * ((i === j ? 1 : 0) - aj))),
     "softmax-backward": (step, a, g) => a.map((row, i) => {
-      const dot = row.reduce((s, x, k) => s + x * g[i][k], 0);
+      const dot = step.rowsum === false ? 0 : row.reduce((s, x, k) => s + x * g[i][k], 0);
       return row.map((x, j) => x * (g[i][j] - dot));
     }),
     concat: (step, ...parts) => parts[0].map((_, i) => [].concat(...parts.map((p) => p[i]))),
+    // a matrix read off another, its rows and columns picked: a head's block of Q, A' = PAP^T
+    pick: (step, a) => step.rows.map((i) => step.columns.map((j) => (a[i] && j in a[i] ? a[i][j] : NaN))),
   };
 
-  // What a step should be from the student's own earlier values: the problem's step graph
-  // names each step's op and inputs; an input is the student's grid of that name when it
-  // is filled in, else the key's value (a given matrix, or a step left blank or not asked).
-  // null when the step is not in the graph (then the key's values count).
-  function fromOwnValues(section, problem, name) {
-    const step = problem.graph[name];
-    if (!step) return null;
-    let own = true;
-    const args = step.inputs.map((input) => {
-      const table = section.querySelector(`table.grid[data-name="${input}"]`);
-      const mine = table ? readGrid(table) : null;
-      if (mine) return mine;
-      if (!(input in problem.given)) own = false;
-      return problem.given[input] || problem.known[input];
-    });
-    if (args.some((m) => !m)) return null;
-    return { values: OPS[step.op](step, ...args), own };
+  const asMatrix = (m) => m && m.map((row) => row.map((x) => (x === null ? -Infinity : x)));
+
+  // An input of a step as the student has it: their grid of that name when it is filled in,
+  // else the matrix as the page shows it (given, or shown in the statement), else the key's
+  // (a step left blank or not asked). "own" when it is theirs or as shown: then only the
+  // step's own rounding can move its result (the local tolerance), else the chain's.
+  function inputOf(section, problem, name) {
+    const table = section.querySelector(`table.grid[data-name="${CSS.escape(name)}"]`);
+    const mine = table && readGrid(table);
+    if (mine) return { values: mine, own: true };
+    if (name in problem.given) return { values: asMatrix(problem.given[name]), own: true };
+    return { values: asMatrix(problem.known[name]), own: false };
   }
+
+  // What a step of the problem's step graph gives from the student's own values: {values,
+  // own}; null for no step, or where an input is missing or the shapes do not fit.
+  function fromOwnValues(section, problem, step) {
+    if (!step || !OPS[step.op]) return null;
+    const args = step.inputs.map((input) => inputOf(section, problem, input));
+    if (args.some((a) => !a.values)) return null;
+    const values = OPS[step.op](step, ...args.map((a) => a.values));
+    return values ? { values, own: args.every((a) => a.own) } : null;
+  }
+
+  // Whether a typed value is the expected one, within a tolerance (masked: -inf only).
+  const within = (x, expected, tolerance) => (expected === null || expected === -Infinity ? x === -Infinity
+    : Number.isFinite(expected) && Math.abs(x - expected) <= (tolerance || 0) + 1e-12);
 
   // A message repeats what was typed: a 5,000-character entry is cut, not shown whole.
   const cut = (text, most = 160) => (text.length > most ? text.slice(0, most - 1) + "\u2026" : text);
@@ -95,11 +111,17 @@
     if (message) input.setAttribute("aria-description", message); else input.removeAttribute("aria-description");
   }
 
+  // One rule, as in Moodle and Canvas and more: an entry is right when it is the key's value
+  // within the chain tolerance (a student who keeps full precision), or when it follows from
+  // the student's own values on the page within the local tolerance (the chain's where an
+  // input is the key's): a student who rounds every step and works on from what they wrote,
+  // or who carries an early slip forward, loses marks for the slip only.
   function checkGrid(section, problem, table, messages) {
     const step = problem.steps[table.dataset.step];
-    const mine = fromOwnValues(section, problem, step.name);
-    const expected = mine ? mine.values : step.values;
+    const graph = problem.graph[step.name];
+    const mine = fromOwnValues(section, problem, graph);
     const tolerance = mine && mine.own ? step.local : step.chain;
+    const expected = mine ? mine.values : step.values;
     let right = 0, total = 0, unread = 0;
     table.querySelectorAll("tr").forEach((tr, i) => {
       tr.querySelectorAll("td").forEach((td, j) => {
@@ -109,39 +131,51 @@
         const entry = parseEntry(input.value);
         if (entry.blank) { setMark(td, input, null); return; }
         if (entry.error) { unread += 1; setMark(td, input, "unread", entry.error); messages.add(entry.error); return; }
-        const key = expected[i][j], off = entry.value - key;
-        const ok = key === null || key === -Infinity ? entry.value === -Infinity
-          : Math.abs(off) <= tolerance[i][j] + 1e-12;
+        const ok = within(entry.value, step.values[i][j], step.chain[i][j])
+          || (mine !== null && within(entry.value, expected[i][j], tolerance[i][j]));
+        const off = entry.value - (Number.isFinite(expected[i][j]) ? expected[i][j] : step.values[i][j]);
         right += ok ? 1 : 0;
         setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? "too high" : "too low"));
       });
     });
     if (right < total && !unread) {
       const typed = readGrid(table);
-      const why = typed && pattern(typed, expected);
+      const why = typed && diagnosis(section, problem, graph, typed, expected, tolerance);
       if (why) messages.add(why);
     }
     return [right, total, unread];
   }
 
-  // A whole grid that is the right one transposed, or the right one times one factor, says
-  // what went wrong better than its red cells do.
-  function pattern(typed, expected) {
-    const finite = (x) => x !== null && x !== -Infinity;
-    const near = (a, b) => Math.abs(a - b) <= 1e-3 * Math.max(1, Math.abs(b));
+  // What a wrong grid most likely is: one of its step's common slips (the step graph's
+  // "slips", each a change to the step, worked from the same values as the step itself and
+  // said in the paper's symbols), else a pattern any step can show.
+  function diagnosis(section, problem, step, typed, expected, tolerance) {
+    const fits = (values) => values.length === typed.length && values.every((row, i) =>
+      row.length === typed[i].length && row.every((x, j) => within(typed[i][j], x, tolerance[i][j])));
+    for (const slip of (step && step.slips) || []) {
+      const theirs = fromOwnValues(section, problem, { ...step, ...slip.change });
+      if (theirs && fits(theirs.values)) return slip.says;
+    }
+    return pattern(typed, expected, tolerance);
+  }
+
+  // A whole grid that is the right one transposed, or with every sign turned, or the right
+  // one times one factor, says what went wrong better than its red cells do.
+  function pattern(typed, expected, tolerance) {
+    const slack = (i, j, factor = 1) => (tolerance[i][j] || 0) * Math.max(1, Math.abs(factor)) + 1e-9;
+    const pairs = typed.flatMap((row, i) => row.map((x, j) => [x, expected[i][j], i, j]))
+      .filter(([x, e]) => Number.isFinite(x) && Number.isFinite(e));
+    const times = (factor) => pairs.every(([x, e, i, j]) => Math.abs(x - factor * e) <= slack(i, j, factor));
     const square = typed.length === typed[0].length && typed.length > 1;
-    if (square && typed.every((row, i) => row.every((x, j) => !finite(expected[j][i]) || near(x, expected[j][i])))) {
+    if (square && typed.every((row, i) => row.every((x, j) => !Number.isFinite(expected[j][i])
+        || Math.abs(x - expected[j][i]) <= slack(j, i)))) {
       return "this is the right matrix transposed: check which side multiplies, and what is transposed";
     }
-    const pairs = typed.flatMap((row, i) => row.map((x, j) => [x, expected[i][j]]))
-      .filter(([x, e]) => finite(e) && Math.abs(e) > 1e-6);
-    if (pairs.length > 1) {
-      const ratio = pairs[0][0] / pairs[0][1];
-      if (Math.abs(ratio - 1) > 1e-2 && pairs.every(([x, e]) => near(x, ratio * e))) {
-        return `every entry is ${ratio.toFixed(3)} times the right one: check the scaling`;
-      }
-    }
-    return null;
+    if (pairs.filter(([, e]) => Math.abs(e) > 1e-6).length < 2) return null;
+    if (times(-1)) return "every entry has the wrong sign: check the signs in the formula";
+    const ratio = pairs.reduce((s, [x, e]) => s + x * e, 0) / pairs.reduce((s, [, e]) => s + e * e, 0);
+    return Math.abs(ratio - 1) > 1e-2 && times(ratio)
+      ? `every entry is ${ratio.toFixed(3)} times the right one: check the scaling` : null;
   }
 
   function checkChoice(part, problem) {
