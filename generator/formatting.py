@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass
@@ -508,13 +509,15 @@ def plain_entry_text(symbol: str) -> str:
     return text if _one_letter(symbol) else f"({text})"
 
 
-ONE_LETTER = re.compile(r"^[A-Za-z][\u0300-\u036f]*'*(?:[_^].*)?$")  # S, S̃, A', W_Q, X^(Q)
+ONE_LETTER = re.compile(r"^[A-Za-z][\u0300-\u036f]*['\u2032]*(?:[_^].*)?$")  # S, S̃, Ŝ, A', A′, W_Q, X^(Q)
 
 
 def _one_letter(symbol: str) -> bool:
     """Whether a symbol is one letter (accented, with a subscript or superscript, or a
-    gradient's d before it), not a product of several."""
-    return bool(ONE_LETTER.match(plain_maths(symbol.removeprefix(r"\mathrm{d}"))))
+    gradient's d before it), not a product of several.  Read decomposed: Ŝ prints as one
+    precomposed character (U+015C), which is S and a combining hat."""
+    text = plain_maths(symbol.removeprefix(r"\mathrm{d}"))
+    return bool(ONE_LETTER.match(unicodedata.normalize("NFD", text)))
 
 
 # --- HTML and Moodle ---------------------------------------------------------------

@@ -280,6 +280,9 @@ def test_symbols_are_printed_for_each_format():
     from generator.prose import spoken
     assert plain_entry_symbol("scaled") == "S̃"
     assert plain_entry_symbol("scaled", 1) == "S̃_1"
+    assert plain_entry_symbol("masked") == "Ŝ"  # one precomposed character: no parentheses
+    assert plain_entry_symbol("masked", 2) == "Ŝ_2"
+    assert plain_entry_symbol("dscaled_row") == "ds̃"
     assert plain_entry_symbol("dweights") == "dA"
     assert plain_entry_symbol("dX_Q") == "dX^(Q)"
     assert plain_entry_symbol("jvp") == "(gJ)"
