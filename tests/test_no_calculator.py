@@ -13,7 +13,9 @@ read back from problems.json and the rendered key (answers.md):
     Canvas problem's first item.
 
 The softmax backward pass (backward, softmax-jacobian), a_j (da_j - a.da), is worked from the
-row of weights a given to two places, so that a_j is the short factor of each product.
+row of weights a given to two places, so that a_j is the short factor of each product; the two-head
+projection Y = C W_O (heads) from C with O_1 and O_2 to two places, so that each product is a
+two-place decimal times a whole number of W_O and no O_h needs its long division.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ from generator.sampling import NO_CALCULATOR_EXPONENTS
 SHORT = 2  # significant digits of the short factor of every product
 TYPES = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
          "softmax-jacobian")
-LONG_PRODUCTS = ("backward", "softmax-jacobian")  # the known gap above
+# The types with steps worked on from numbers rounded to PLACES (a row of A; C before W_O).
+LONG_PRODUCTS = ("backward", "softmax-jacobian", "heads")
+PLACES = 2
 SETS = {f"type-{kind}": ("--types", kind, "--count", 3) for kind in TYPES} | {
     "midterm": ("--minutes", 50, "--types", "full,masked,heads,backward"),
     "midterm-versions": ("--minutes", 50, "--types", "full,masked,heads,backward", "--versions", 6),
@@ -129,32 +133,52 @@ def test_an_output_row_by_hand_is_one_quotient_of_table_values(sets):
     assert len(lines) >= 6
 
 
-def long_products(folder, backward: bool) -> list[str]:
-    """The key's lines with a product of two long factors: of the softmax backward pass
-    (a_j (g_j - a.g), and the softmax Jacobian's a_i (d_ij - a_j)) or, with ``backward`` False,
-    of every other step."""
+def long_products(folder, rounded: bool) -> list[str]:
+    """The key's lines with a product of two long factors: with ``rounded``, of the steps worked
+    from numbers to two places (the softmax backward pass a_j (g_j - a.g), the softmax
+    Jacobian's a_i (d_ij - a_j), the heads' projection Y = C W_O), whose first factor must have
+    at most PLACES places; else of every other step."""
     found = []
     for line in key_lines(folder):
+        worked_rounded = line.startswith(("- J[", "- Y["))
         for left, right in PRODUCT.findall(line):
-            if (right.endswith(" - ") or line.startswith("- J[")) != backward:
+            if (right.endswith(" - ") or worked_rounded) != rounded:
                 continue
             if right.startswith("["):  # a weight times a row of V: each entry short
                 right = max(right.strip("[]").split(", "), key=significant)
-            if not backward and min(significant(left), significant(right)) > SHORT:
+            if not rounded and min(significant(left), significant(right)) > SHORT:
                 found.append(line)
-            if backward and significant(left) > SHORT:
+            if rounded and places(left) > PLACES:
                 found.append(line)
     return found
 
 
+def places(text: str) -> int:
+    return len(text.strip("()").partition(".")[2])
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_every_product_has_a_short_factor(sets, name):
-    assert long_products(sets[name], backward=False) == []
+    assert long_products(sets[name], rounded=False) == []
 
 
-@pytest.mark.parametrize("name", ["type-backward", "type-softmax-jacobian", "midterm"])
-def test_the_softmax_backward_products_are_short(sets, name):
-    assert long_products(sets[name], backward=True) == []
+@pytest.mark.parametrize("name", [*(f"type-{kind}" for kind in LONG_PRODUCTS), "midterm",
+                                  "midterm-versions"])
+def test_the_products_worked_from_two_places_are_short(sets, name):
+    assert long_products(sets[name], rounded=True) == []
+
+
+def test_the_heads_projection_is_worked_from_two_places(sets):
+    """Y = C W_O: every product's C factor to two places (O_1 as the prompt says), and Y
+    exact from them; the check sees every line of Y."""
+    lines = [line for line in key_lines(sets["type-heads"]) if line.startswith("- Y[")]
+    assert len(lines) >= 3 * 4
+    for line in lines:
+        terms = PRODUCT.findall(line)
+        assert terms and all(places(left) <= PLACES for left, _ in terms), line
+        total = sum(Decimal(left) * Decimal(right.strip("()")) for left, right in terms)
+        assert line.endswith(f"= {_text(total)}"), line
+    assert "with $O_1$ and $O_2$ to 2 places" in (sets["type-heads"] / "questions.tex").read_text()
 
 
 @pytest.mark.parametrize("name", ["midterm", "type-full", "type-heads"])

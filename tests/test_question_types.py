@@ -94,6 +94,25 @@ def test_heads_agree_with_an_explicit_torch_computation():
     assert question.marks == 16
 
 
+def test_a_no_calculator_heads_projection_agrees_with_torch_from_c_to_two_places():
+    """Without a calculator Y is worked from C to two places (so no O_h needs a long
+    division): torch's heads and C agree with the key's, and the key's Y is exactly C rounded
+    to two places times W_O, within rounding's reach of torch's own Y."""
+    torch = torch_or_skip()
+    [spec] = sample_set(draw_options("medium", no_calculator=True), 4, 1, types=("heads",))
+    assert spec.places == 2
+    steps = make_question_from(spec).named_steps()
+    q, k, v, w_o = (torch.tensor(steps[n].numeric, dtype=torch.float64) for n in ("Q", "K", "V", "W_O"))
+    heads = [torch.nn.functional.scaled_dot_product_attention(
+        *(t.unsqueeze(0).chunk(2, dim=-1)[h] for t in (q, k, v))).squeeze(0) for h in range(2)]
+    concat = torch.cat(heads, dim=-1)
+    assert np.allclose(steps["concat"].numeric, concat.numpy(), atol=1e-9)
+    y = steps["projected"].numeric
+    assert np.allclose(y, (torch.round(concat * 100) / 100 @ w_o).numpy(), atol=1e-9)
+    assert not np.allclose(y, (concat @ w_o).numpy(), atol=1e-6)
+    assert np.abs(y - (concat @ w_o).numpy()).max() <= 0.005 * np.abs(w_o.numpy()).sum(axis=0).max()
+
+
 def test_heads_match_torch_multihead_attention_when_widths_agree():
     torch = torch_or_skip()
     [spec] = sample_set(draw_options("hard"), 8, 1, types=("heads",))  # d_model = d_k = d_v = 4

@@ -81,9 +81,14 @@ def weights_row(spec, solution, name: str = "weights_row") -> Step:
     row = solution.step("weights").entries[spec.row]
     if spec.places is None:
         return Step(name, "a (given)", "given", (row,))
-    units = rounded_units([a.value for a in row], spec.places)
-    short = tuple(Num(sympy.Rational(u, 10**spec.places), u / 10**spec.places) for u in units)
+    short = to_places(row, spec.places)
     return Step(name, f"a (row {spec.row + 1} of A to {spec.places} places)", "given", (short,))
+
+
+def to_places(numbers, places: int) -> tuple[Num, ...]:
+    """Each number rounded to ``places``, as an exact decimal to work on from."""
+    units = rounded_units([n.value for n in numbers], places)
+    return tuple(Num(sympy.Rational(u, 10**places), u / 10**places) for u in units)
 
 
 def rounded_units(weights, places: int) -> list[int]:
@@ -109,6 +114,12 @@ def short_weights(rng, candidate, params: dict, decimals: int) -> dict | None:
             u in (0, 10**SHORT_PLACES) for u, w in zip(units, weights) if w > 0):
         return None
     return {"row": row, "places": SHORT_PLACES}
+
+
+def short_places(rng, candidate, params: dict, decimals: int) -> dict:
+    """Without a calculator, a type that works on from decimals it rounds (the heads'
+    outputs before W_O) takes them to two places."""
+    return {"places": SHORT_PLACES}
 
 
 def read_places(spec, record: dict, where: str):

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine import run, solve
+from ..engine import Step, run, solve
 from ..questions import Part, Pick, Question, given_steps, lettered
 from ..spec import MAX_DIMENSION, ProblemSpec, one_based
 from ..steps import REGISTRY, given_def
 from ..worthiness import heads_are_readable
 from . import GIVEN, SHOWN, QuestionType, register
+from .backward import read_places, short_places, to_places
 from .full import PROMPTS
 
 HEADS = 2
@@ -26,8 +27,10 @@ def heads_question(spec) -> Question:
     outputs = {f"head{h}.output": head.step("output") for h, head in enumerate(heads, 1)}
     concat_def = replace(REGISTRY["concat"], inputs=tuple(outputs))
     combined = run((*(given_def(name) for name in outputs), REGISTRY["W_O"], concat_def,
-                    REGISTRY["projected"]), spec, known=outputs)
-    w_o, concat, projected = (combined.step(name) for name in ("W_O", "concat", "projected"))
+                    *(() if spec.places else (REGISTRY["projected"],))), spec, known=outputs)
+    w_o, concat = combined.step("W_O"), combined.step("concat")
+    projection = combined if spec.places is None else short_projection(spec, concat, w_o)
+    projected = projection.step("projected")
     head_steps = ("scores", "weights", "output") if spec.unscaled else (
         "scores", "scaled", "weights", "output")
     asked = range(1, HEADS + 1) if spec.head is None else (spec.head,)  # the heads worked
@@ -42,12 +45,23 @@ def heads_question(spec) -> Question:
         *head_parts, Part("concat", 1, (concat,), step_marks=(1,)),
         Part("projected", 2, (projected,), step_marks=(2,))])
     worked = (("", solution), *((f"head{h}.", head) for h, head in enumerate(heads, 1)),
-              ("", combined))
+              ("", combined), *((("", projection),) if spec.places else ()))
     given_outputs = tuple(("", f"O_{{{h}}}", heads[h - 1].step("output"))
                           for h in range(1, HEADS + 1) if h not in asked)
     return Question("heads", spec, solution, given_steps(solution) + (w_o,), parts, heads=heads,
                     combined=combined, worked_by_parts=worked, shown=given_outputs,
                     picks=tuple(split_pick(step, h) for h in asked for step in (q, k, v)))
+
+
+def short_projection(spec, concat, w_o):
+    """Without a calculator (``places``): Y = C W_O worked exactly from C with every entry
+    (O_1 and O_2) rounded to ``places``, so that each product is a short decimal times a small
+    whole number of W_O, and no O_h needs its long division."""
+    short = Step("concat_short", f"C (to {spec.places} places)", "given",
+                 tuple(to_places(row, spec.places) for row in concat.entries))
+    projected = replace(REGISTRY["projected"], inputs=("concat_short", "W_O"))
+    return run((given_def("concat_short", "C"), REGISTRY["W_O"], projected), spec,
+               known={"concat_short": short, "W_O": w_o})
 
 
 def split_pick(step, head: int) -> Pick:
@@ -94,7 +108,9 @@ def _draw_options(options):
 
 
 def read_head(spec, record: dict, where: str):
-    """``head``: work that head alone, the other's output given (counted from 1)."""
+    """``head``: work that head alone, the other's output given (counted from 1); ``places``
+    (no calculator): Y worked from C to that many places."""
+    spec = read_places(spec, record, where)
     if "head" not in record:
         return spec
     return replace(spec, head=one_based(record["head"], HEADS, "head", where) + 1)
@@ -127,14 +143,22 @@ register(QuestionType(
                       r"$K$ and $V$ into the heads' matrices $Q_1, K_1, V_1$ and $Q_2, K_2, V_2$."
                       r"{% endif %}",
              "head": r"{{ part.label }}: compute its scores $Q_h K_h^{\top}$,{% if not spec.unscaled %}"
-                     r" scaled scores,{% endif %} attention weights and output $O_h$."},
+                     r" scaled scores,{% endif %} attention weights and output $O_h$.",
+             "projected": r"Project the concatenation{% if spec.places %}, with $O_1$ and $O_2$ to "
+                          r"{{ spec.places }} places ($C$ rounded to {{ spec.places }} places: work "
+                          r"from it exactly){% endif %}: $Y = C\, W_O$. What is its shape?"},
     keys={"split": "Head 1 takes the first {{ question.heads[0].spec.d_k }} columns of $Q$ and $K$ "
                    "and the first {{ question.heads[0].spec.d_v }} of $V$; head 2 the rest "
                    "({{ (part.marks * 3 / part.steps | length) | int }} mark"
-                   "{% if not spec.head %} a head{% endif %})."},
+                   "{% if not spec.head %} a head{% endif %}).",
+          "projected": "{% if spec.places %}From $C$ with $O_1$ and $O_2$ to {{ spec.places }} "
+                       "places, each product a short decimal times a whole number of $W_O$: $Y$ "
+                       "is exact from them (from $C$ unrounded it differs only in the last places)."
+                       "{% endif %}"},
     matrices=("W_O",), heads=HEADS, check=_check, draw_options=_draw_options,
     draw_params=lambda rng, candidate, decimals: (
         {} if heads_are_readable(candidate, HEADS, decimals) else None),
-    not_drawable=_not_drawable, spec_keys=("head",), read=read_head,
+    not_drawable=_not_drawable, spec_keys=("head", "places"), read=read_head,
+    no_calculator=short_places,
     shrinks=("given", "tokens", "focus", "fewer-tokens", "d_model"),
     focus=lambda rng, candidate, params, decimals: {"head": 1}))
