@@ -28,7 +28,7 @@ import jinja2
 
 from .crosscheck import CrossCheckError
 from .exact import parse_exact
-from .exam_record import kept_folder, recorded_documents
+from .exam_record import kept_folder, recorded_documents, recorded_exam, set_again_command
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .forked import WorkerDied, write_in_child
 from .formatting import table_places
@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="set again the one problem with this code or id, from the exam's "
                              "record (--record), or a practice id such as M42-7")
     source.add_argument("--record", type=Path, metavar="FILE",
-                        help="with --problem: the problems.json of the run it came from")
+                        help="an exam's problems.json: set the whole exam again as it was "
+                             "(every version, its header), or with --problem one problem of it")
     source.add_argument("--versions", type=int, metavar="N",
                         help="N different versions of the set, each with its own key")
     source.add_argument("--students", type=Path, metavar="CSV",
@@ -185,14 +186,20 @@ def run(args: argparse.Namespace) -> int:
                                                                  for name in HEADER_FIELDS})}
         roster = load_roster(args.students) if args.students else None
         students = roster.students if roster else None
-        seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
-        specs, notes = problem_sets(args, seed, students)
+        exam = recorded_exam(args.record) if args.record and args.problem is None else None
+        if exam:  # the whole exam set again: its problems, versions and seats as recorded
+            seed, (students, notes) = exam.seed, exam.seated(students)
+            specs = exam.versions
+        else:
+            seed = args.seed if args.seed is not None else secrets.randbelow(10**6)
+            specs, notes = problem_sets(args, seed, students)
         notes += ignored_overrides(args.templates) if args.templates else []
         notes += roster.notes if roster else []
         with (RunProgress(sum(map(len, specs.values())), len(chosen(args.format)), args.pdf) as progress,
               WarmTex(folder.workspace("tex")) if args.pdf else contextlib.nullcontext() as warm,
               contextlib.ExitStack() as solving):
-            class_in_step = in_step_run(args, specs, students) and pdflatex_can_set(students, info_fields)
+            class_in_step = (in_step_run(args, specs, students) and not (exam and students)
+                             and pdflatex_can_set(students, info_fields))
             sets = solve_sets(args, specs, progress.solved, class_in_step)
             if (versions := versions_of(sets)) is not None:
                 solving.callback(versions.close)  # a child solving ahead, if any, stops
@@ -202,15 +209,17 @@ def run(args: argparse.Namespace) -> int:
             if "moodle" in args.format:
                 from .web import moodle_notes  # loaded only by a run that writes the bank
                 notes += moodle_notes()
-            drawn = not (args.spec or args.problem is not None)
+            drawn = not (args.spec or args.problem is not None or exam)
             if "title" not in info_fields and all(spec.unscaled for v in specs.values() for spec in v):
                 info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
             practice = bool(args.practice or args.problem and not args.record)  # a readable id
             info = DocumentInfo(**{"practice": practice, **info_fields,
                                    **exponent_table(args, sets, recorded)},
-                                seed=seed if drawn else None, decimals=args.decimals,
-                                draw_command=draw_command(args, seed) if drawn else "",
-                                versioned=bool(args.versions or students))
+                                seed=seed if drawn or exam else None, decimals=args.decimals,
+                                draw_command=(draw_command(args, seed) if drawn else
+                                              exam.draw_command if exam else ""),
+                                versioned=bool(args.versions or students or exam and exam.versioned),
+                                formats=(*dict.fromkeys(args.format), *("pdf",) * args.pdf))
             documents = render_documents(args, sets, students, info, folder, notes, progress, warm)
             progress.stage("saving")
             _unless_stopped()
@@ -219,13 +228,13 @@ def run(args: argparse.Namespace) -> int:
             LANDED.set()
             _unless_stopped()  # a stop that came while the set was put in place
     print_to_terminal(printed)
-    notes += [f"kept the earlier exam's record: --problem CODE --record {shlex.quote(str(kept))} "
-              f"sets its problems again" for kept in folder.kept]
+    notes += [f"kept the earlier exam's record as {shlex.quote(str(kept))}; set that exam again "
+              f"with: {set_again_command(kept, args.out)}" for kept in folder.kept]
     for note in notes:
         print(f"gen-problems: note: {note}", file=sys.stderr)
     count = sum(len(solutions) for solutions in sets.values())
     print(f"wrote {count} problem{'s' * (count != 1)}, {len(paths)} files, to {args.out}"
-          + (f" (seed {seed})" if drawn else ""), file=sys.stderr)
+          + (f" (seed {seed})" if drawn or exam and seed is not None else ""), file=sys.stderr)
     return 0
 
 
@@ -479,7 +488,12 @@ def check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"--spec solves the file's problems as written; it takes no "
                              f"--{clash[0].replace('_', '-')}")
     if args.record and args.problem is None:
-        raise UsageError("--record goes with --problem CODE: it names the run the problem came from")
+        clash = [name for name in ("spec", "count", "minutes", "marks", "seed", "versions",
+                                   "key_file", *DRAW_OPTIONS) if given(name)]
+        clash += [flag for flag in ("practice", "no_calculator") if getattr(args, flag)]
+        if clash:
+            raise UsageError(f"--record without --problem sets the whole exam again as it was "
+                             f"set; it takes no --{clash[0].replace('_', '-')}")
     if args.practice and args.key_file:
         raise UsageError("--practice draws without the exam key; it takes no --key-file")
     if args.problem is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import sympy
@@ -26,20 +26,33 @@ import sympy
 from . import inputs
 from .exact import parse_exact
 from .paper import HEADER_FIELDS, DocumentInfo, header_fields
-from .spec import SpecError, read_user_file
+from .pipeline import shell_word
+from .roster import MAX_STUDENTS, Student
+from .spec import ProblemSpec, SpecError, read_user_file, recorded_spec
+from .teacher_text import text_fault
 
 RECORD = "problems.json"
 # What a record keeps of its documents' DocumentInfo: everything but the seed and decimals
 # (at the record's top level) and what only a drawn set's own key prints.
-NOT_RECORDED = ("seed", "decimals", "draw_command", "versioned")
+NOT_RECORDED = ("seed", "decimals", "draw_command", "versioned", "formats")
 RECORDED = tuple(f.name for f in fields(DocumentInfo) if f.name not in NOT_RECORDED)
 # What a problem set again takes from its record; what else a run derives (its time at which
 # rates, say) follows from these and the command line.
 RESTORED = (*HEADER_FIELDS, "extra", "exponent_table", "table_places", "practice")
 DEFAULTS = DocumentInfo()
+FORMAT_NAMES = ("md", "json", "moodle", "qti", "html", "pdf")  # a record's "formats", as asked
 MAX_TABLE = 64  # exponentials in a recorded table (the tool prints 9)
 MAX_DECIMALS = 10  # as --decimals
 MAX_PLACES = MAX_DECIMALS + 2  # the table may take a place or two more (formatting.table_places)
+
+
+def run_record(info: DocumentInfo) -> dict:
+    """A record's head: the seed, decimals, the command that draws the set again and the
+    formats it was written in (each only where there is one), and how its documents printed."""
+    head = {"seed": info.seed, "decimals": info.decimals}
+    head.update({"draw_command": info.draw_command} if info.draw_command else {})
+    head.update({"formats": list(info.formats)} if info.formats else {})
+    return {**head, "documents": documents_record(info)}
 
 
 def documents_record(info: DocumentInfo) -> dict:
@@ -66,6 +79,92 @@ def recorded_documents(path: Path) -> dict:
         if name in recorded and name not in (*HEADER_FIELDS, "extra"):
             settings[name] = _field(name, recorded[name], path)
     return settings
+
+
+@dataclass(frozen=True)
+class RecordedExam:
+    """A whole exam as its record holds it: each version's problems in their order, who sat
+    which version (when it had a roster), its seed and the command that drew it."""
+
+    versions: dict[int, list[ProblemSpec]]
+    students: list[Student] | None
+    seed: int | None
+    draw_command: str
+    versioned: bool
+
+    def seated(self, roster: list[Student] | None) -> tuple[list[Student] | None, list[str]]:
+        """The papers' students: a roster's, each at the version the record seated them (by
+        id; one the record does not name takes the roster's turn), or the record's own."""
+        if roster is None:
+            return self.students, []
+        seats = {student.id: student.version for student in self.students or ()}
+        missing = [student.id for student in roster if seats and student.id not in seats]
+        notes = [f"{len(missing)} student{'s' * (len(missing) != 1)} of the roster "
+                 f"({', '.join(missing[:3])}{', ...' * (len(missing) > 3)}) not in the record: "
+                 f"each sits the version of their place in the roster"] if missing else []
+        return [replace(student, version=seats.get(student.id)) for student in roster], notes
+
+
+def recorded_exam(path: Path) -> RecordedExam:
+    """Every problem of a record, by version and number, and its papers' students."""
+    document = _read(path)
+    problems = document.get("problems") if isinstance(document, dict) else None
+    if not isinstance(problems, list) or not problems:
+        raise SpecError(f"{path}: not a problems.json that gen-problems wrote (no problems)")
+    versions: dict[int, list[ProblemSpec]] = {}
+    for record in problems:
+        version = record.get("version", 1) if isinstance(record, dict) else None
+        if type(version) is not int or not 1 <= version <= MAX_STUDENTS:
+            raise SpecError(f"{path}: a problem's version must be a whole number from 1 to "
+                            f"{MAX_STUDENTS}")
+        versions.setdefault(version, []).append(recorded_spec(record, path))
+    for specs in versions.values():
+        specs.sort(key=lambda spec: spec.number or 0)
+    papers = document.get("papers")
+    command = document.get("draw_command") or ""
+    if not isinstance(command, str) or (fault := text_fault(command)):
+        raise SpecError(f"{path}: draw_command {fault or 'must be text'}")
+    seed = document.get("seed")
+    return RecordedExam(dict(sorted(versions.items())), _students(papers, versions, path),
+                        seed if type(seed) is int else None, command, isinstance(papers, list))
+
+
+def _students(papers, versions: dict, path: Path) -> list[Student] | None:
+    """The students a record's papers name, each with their version; None without a roster."""
+    if not isinstance(papers, list) or not any(isinstance(paper, dict) and paper.get("student_id")
+                                               is not None for paper in papers):
+        return None
+    students = []
+    for paper in papers[:MAX_STUDENTS + 1]:
+        sid, name, version = (paper.get(key) if isinstance(paper, dict) else None
+                              for key in ("student_id", "name", "version"))
+        if not (isinstance(sid, str) and isinstance(name, str) and version in versions):
+            raise SpecError(f"{path}: papers: each names a student_id, a name and a version "
+                            f"of the record")
+        if (fault := text_fault(sid) or text_fault(name)):
+            raise SpecError(f"{path}: papers: a student {fault}")
+        students.append(Student(sid, name, version))
+    if len(students) > MAX_STUDENTS:
+        raise SpecError(f"{path}: more than {MAX_STUDENTS} students")
+    return students
+
+
+def set_again_command(kept: Path, out: str) -> str:
+    """The command that sets a kept record's exam again, with the formats it was written in,
+    into a folder beside ``out`` named as the kept record's folder."""
+    base = Path(out) if Path(out).name not in ("", "..") else Path(out).resolve()
+    words = ["gen-problems", "--record", str(kept), "--out",
+             str(base.with_name(f"{base.name}-{kept.parent.name}"))]
+    try:
+        small = kept.stat().st_size <= inputs.MAX_RECORD_BYTES
+        formats = json.loads(kept.read_bytes()).get("formats") if small else []
+    except (OSError, ValueError, AttributeError):
+        formats = []
+    formats = [name for name in formats if name in FORMAT_NAMES] if isinstance(formats, list) else []
+    if [name for name in formats if name != "pdf"]:
+        words += ["--format", ",".join(name for name in formats if name != "pdf")]
+    words += ["--pdf"] * ("pdf" in formats)
+    return " ".join(map(shell_word, words))
 
 
 def kept_folder(name: str, current: Path) -> str | None:

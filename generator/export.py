@@ -19,7 +19,7 @@ from pathlib import Path
 import sympy
 
 from .exact import to_float
-from .exam_record import documents_record
+from .exam_record import run_record
 from .formatting import exact_text
 from .paper import Paper
 from .questions import Question
@@ -52,8 +52,7 @@ def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
 
 
 def _write_json(file, info: DocumentInfo, records: dict) -> None:
-    head = {"seed": info.seed, "decimals": info.decimals, "documents": documents_record(info)}
-    file.write(_json_text(head, "")[:-2])
+    file.write(_json_text(run_record(info), "")[:-2])
     for name, items in records.items():
         file.write(f',\n "{name}": [')
         for number, record in enumerate(items):

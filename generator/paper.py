@@ -135,6 +135,7 @@ class DocumentInfo:
     exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
     table_places: int = 4  # ... with this many decimals, which the softmax working uses too
     practice: bool = False  # a practice set (readable ids): its record need not be kept
+    formats: tuple = ()  # the formats asked ("pdf" for --pdf): the record's, to set it again alike
 
 
 @dataclass(frozen=True)
@@ -203,14 +204,15 @@ def lay_out(questions: list[Question], calculator: bool = True) -> tuple[ExamPro
 
 def question_papers(sets: dict[int, list[Question]], students: list[Student] | None,
                     calculator: bool = True) -> list[Paper]:
-    """A paper per student (student i sits version i, cycling through the versions), or
-    without a roster one paper per version."""
+    """A paper per student (student i sits version i, cycling through the versions, unless
+    an exam's record seated them), or without a roster one paper per version."""
     versions = sorted(sets)
     if students is None:
         return [Paper(n, v, lay_out(sets[v], calculator)) for n, v in enumerate(versions, start=1)]
-    return [Paper(n, versions[(n - 1) % len(versions)],
-                  lay_out(sets[versions[(n - 1) % len(versions)]], calculator), student)
-            for n, student in enumerate(students, start=1)]
+    seats = [student.version or versions[(n - 1) % len(versions)]
+             for n, student in enumerate(students, start=1)]
+    return [Paper(n, version, lay_out(sets[version], calculator), student)
+            for n, (version, student) in enumerate(zip(seats, students), start=1)]
 
 
 def answer_keys(sets: dict[int, list[Question]], calculator: bool = True) -> list[Paper]:

@@ -45,6 +45,7 @@ CANVAS_PSEUDO_STUDENTS = ("Points Possible", "Student, Test")  # not students: C
 class Student:
     id: str
     name: str
+    version: int | None = None  # the version an exam's record seated them at (``exam_record``)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -109,7 +110,11 @@ class ProblemSpec:
 
 def load_spec_file(path: Path) -> list[ProblemSpec]:
     """Read one problem or a list of problems from a TOML or JSON file."""
-    records = _problem_records(_read_document(path))
+    document = _read_document(path)
+    if _is_exam_record(document):
+        raise SpecError(f"{path} is an exam's record, not a spec file: set the exam again with "
+                        f"gen-problems --record {shlex.quote(str(path))} --out DIR")
+    records = _problem_records(document)
     if not records:
         raise SpecError(f"{path}: no problems in the file")
     if len(records) > MAX_PROBLEMS:
@@ -118,22 +123,43 @@ def load_spec_file(path: Path) -> list[ProblemSpec]:
             for index, record in enumerate(records, start=1)]
 
 
+def _is_exam_record(document) -> bool:
+    """A problems.json that gen-problems wrote: its problems beside its seed and documents."""
+    return (isinstance(document, dict) and isinstance(document.get("problems"), list)
+            and bool(set(document) & RECORD_KEYS))
+
+
+RECORD_KEYS = {"seed", "decimals", "documents", "papers"}
+
+
 def load_recorded_problem(path: Path, problem_id: str) -> ProblemSpec:
     """One problem of a run's record (its problems.json), exactly as it was set: type,
     matrices, options and number."""
+    wanted = problem_id.strip().upper()
+    for record in recorded_problems(path):
+        if isinstance(record, dict) and str(record.get("id", "")).upper() == wanted:
+            return recorded_spec(record, path)
+    raise SpecError(f"{path}: no problem {problem_id} in this record")
+
+
+def recorded_problems(path: Path) -> list:
+    """A run's record's problems, each as its record (a dict, unchecked until read)."""
     document = _parse(json.loads, read_user_file(path, "a problems.json record",
                                                 inputs.MAX_RECORD_BYTES), path, "JSON")
     problems = document.get("problems") if isinstance(document, dict) else None
     if not isinstance(problems, list):
         raise SpecError(f"{path}: not a problems.json that gen-problems wrote")
-    wanted = problem_id.strip().upper()
-    for record in problems:
-        if isinstance(record, dict) and str(record.get("id", "")).upper() == wanted:
-            spec = spec_from_record(record.get("spec"), record["id"], f"{path}, problem {record['id']}")
-            number = record.get("number")
-            return replace(spec, number=number if isinstance(number, int) else None,
-                           seed=record.get("seed") if isinstance(record.get("seed"), int) else None)
-    raise SpecError(f"{path}: no problem {problem_id} in this record")
+    return problems
+
+
+def recorded_spec(record: dict, path: Path) -> ProblemSpec:
+    """A recorded problem's spec, its id, number and seed as they were."""
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        raise SpecError(f"{path}: a problem without an id; not a problems.json that gen-problems wrote")
+    spec = spec_from_record(record.get("spec"), record["id"], f"{path}, problem {record['id']}")
+    number = record.get("number")
+    return replace(spec, number=number if type(number) is int else None,
+                   seed=record.get("seed") if type(record.get("seed")) is int else None)
 
 
 def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> ProblemSpec:

@@ -18,8 +18,9 @@ import pytest
 
 from test_output_folder import faulty_gen, gen, the_set
 
-KEPT_NOTE = re.compile(r"^gen-problems: note: kept the earlier exam's record: --problem CODE "
-                       r"--record (\S+) sets its problems again$", re.M)
+KEPT_NOTE = re.compile(r"^gen-problems: note: kept the earlier exam's record as (\S+); set that "
+                       r"exam again with: (gen-problems --record .*)$", re.M)
+DOCUMENTS = ("questions.md", "answers.md", "questions.tex", "answers.tex", "problems.json")
 
 
 def today() -> str:
@@ -36,7 +37,12 @@ def kept_records(out: Path) -> dict[str, bytes]:
 
 
 def kept_notes(err: str) -> list[Path]:
-    return [Path(shlex.split(path)[0]) for path in KEPT_NOTE.findall(err)]
+    return [Path(shlex.split(path)[0]) for path, _ in KEPT_NOTE.findall(err)]
+
+
+def set_again_commands(err: str) -> list[list[str]]:
+    """The commands the kept-record notes give, as words after gen-problems."""
+    return [shlex.split(command)[1:] for _, command in KEPT_NOTE.findall(err)]
 
 
 # -- an exam set is never lost ----------------------------------------------------------------
@@ -137,6 +143,56 @@ def test_a_kept_record_may_be_read_by_a_run_into_its_own_folder(tmp_path, run_cl
     assert run_cli("--problem", codes[1], "--record", kept, "--out", out)[0] == 0
     assert record(out)["problems"][0]["id"] == codes[1]
     assert kept.exists()  # never replaced nor removed, also when read
+
+
+# -- a whole exam set again from its record ---------------------------------------------------
+
+def test_a_redrawn_exam_is_set_again_whole_from_its_kept_record(tmp_path, run_cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    header = ("--title", "Midterm 1:  Attention", "--course", "ML 101", "--date", "2 Dec",
+              "--institution", "Uni", "--instructions", "No notes.\nWrite in ink.")
+    assert run_cli("--minutes", 25, "--seed", 7, "--versions", 3, "--no-calculator", "--decimals", 3,
+                   *header, "--format", "moodle", "--out", "exam")[0] == 0
+    first = {name: Path("exam", name).read_bytes() for name in (*DOCUMENTS, "moodle.xml")}
+    code, _, err = run_cli("--count", 1, "--seed", 8, "--out", "exam")  # by mistake
+    assert code == 0 and Path("exam/answers.md").read_bytes() != first["answers.md"]
+    [words] = set_again_commands(err)
+    assert words[words.index("--out") + 1] == f"exam-{today()}-seed7"
+    assert words[-2:] == ["--format", "moodle"]  # the formats the first exam was written in
+    code, _, err = run_cli(*words)
+    assert code == 0, err
+    again = {name: Path(f"exam-{today()}-seed7", name).read_bytes() for name in first}
+    assert again == first  # byte for byte: every version, the header, the table, the command
+    assert b"'Midterm 1:  Attention'" in first["answers.md"]  # the draw command, as it was
+
+
+def test_a_class_is_set_again_per_student(tmp_path, run_cli):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\ns1,Ada\ns2,Alan\ns3,Grace\n")
+    assert run_cli("--count", 1, "--seed", 3, "--versions", 2, "--students", roster,
+                   "--out", tmp_path / "exam")[0] == 0
+    exam = tmp_path / "exam" / "problems.json"
+    assert [p["version"] for p in json.loads(exam.read_text())["papers"]] == [1, 2, 1]
+    assert run_cli("--record", exam, "--out", tmp_path / "again")[0] == 0  # the record's roster
+    for name in DOCUMENTS:
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "exam" / name).read_bytes()
+    # A roster given: each student sits their recorded version; one not in the record, their turn.
+    roster.write_text("id,name\ns3,Grace\ns4,Hedy\ns1,Ada\n")
+    code, _, err = run_cli("--record", exam, "--students", roster, "--out", tmp_path / "roster")
+    assert code == 0 and "1 student of the roster (s4) not in the record" in err
+    papers = json.loads((tmp_path / "roster" / "problems.json").read_text())["papers"]
+    assert [(p["student_id"], p["version"]) for p in papers] == [("s3", 1), ("s4", 2), ("s1", 1)]
+
+
+def test_a_record_given_as_a_spec_says_to_use_record(tmp_path, run_cli):
+    assert run_cli("--count", 1, "--seed", 3, "--out", tmp_path / "exam")[0] == 0
+    record_file = tmp_path / "exam" / "problems.json"
+    code, _, err = run_cli("--spec", record_file, "--out", tmp_path / "o")
+    assert code == 2 and err.count("\n") == 1
+    assert f"is an exam's record, not a spec file: set the exam again with gen-problems --record " \
+           f"{record_file} --out DIR" in err
+    code, _, err = run_cli("--record", record_file, "--count", 2, "--out", tmp_path / "o")
+    assert code == 2 and "sets the whole exam again as it was set; it takes no --count" in err
 
 
 # -- a problem set again prints the key the marker used -----------------------------------------
