@@ -544,6 +544,19 @@ def cloze_numerical(value: float, tolerance: float, weight: int) -> str:
     return f"{{{weight}:NUMERICAL:={plain_decimal(value, 9)}:{rounded_up(tolerance)}}}"
 
 
+def shape_forms(rows: int, columns: int) -> tuple[str, ...]:
+    """The ways a student may type a shape, each accepted as it stands (Moodle's SHORTANSWER
+    and Canvas's fill-in compare whole answers, ignoring case and the spaces around them):
+    2×3, 2x3, 2 x 3, 2 by 3, (2, 3) and their like."""
+    joined = [f"{rows}{sep}{columns}" for sep in ("×", " × ", "x", " x ", " by ", ",", ", ")]
+    return (*joined, f"({rows},{columns})", f"({rows}, {columns})")
+
+
+def cloze_shortanswer(forms: tuple[str, ...], weight: int) -> str:
+    """A Moodle cloze SHORTANSWER gap that takes any of these answers as right."""
+    return f"{{{weight}:SHORTANSWER:" + "~".join("=" + cloze_escape(form) for form in forms) + "}"
+
+
 # Moodle's cloze parser (question/type/multianswer/questiontype.php) ends an answer at an
 # unescaped ~ # or }, and afterwards turns only \} and \# back; it decodes HTML entities.
 # So } and # are escaped, ~ and \ (which would escape what follows) become entities.

@@ -7,7 +7,9 @@ gaps.  So each problem becomes a short run of items, in the order the paper asks
 
 - a text item with what the problem gives (MathML, which Canvas keeps);
 - for each step a part asks, a numerical item per entry asked: every entry of a
-  small step, one row of a larger one (the item says which);
+  small step, one row of a larger one (the item says which: the row that sees the most
+  keys, under a causal mask the last, and never one that gives its answer away), and a
+  fill-in item for its shape where the part asks it (``Part.asks_shape``);
 - a multiple-choice item for each choice a part asks.
 
 A part's marks are shared out among its items as the paper shares them among its
@@ -29,7 +31,8 @@ from pathlib import Path
 
 from markupsafe import escape
 
-from .formatting import plain_entry_text
+from . import steps
+from .formatting import plain_entry_text, plain_maths, shape_forms
 from .marking import Tolerances
 from .paper import DocumentInfo, Paper
 from .render import send_in_batches
@@ -53,7 +56,8 @@ class NumericAnswer:
 class QuizItem:
     ident: str
     title: str
-    question_type: str  # Canvas's: text_only_question, numerical_question, multiple_choice_question
+    question_type: str  # Canvas's: text_only_question, numerical_question, short_answer_question,
+    # multiple_choice_question
     points: Decimal
     problem: object  # the ExamProblem, for the templates' prose
     part: object = None
@@ -62,6 +66,7 @@ class QuizItem:
     asked: str = ""  # what of the step the part's items ask: "every entry", "row 2"
     scale: int = 1  # the entry is asked times this (Canvas keeps only 4 decimals)
     answer: NumericAnswer | None = None
+    forms: tuple[str, ...] = ()  # a shape's item: each way of typing it that is right
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,8 @@ def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | Non
     environment = web_environment(info.decimals, user_templates, "html")
     environment.filters.update(xml_text=lambda html: escape(str(html)), plain=plain)
     package = package_ident(keys)
-    quizzes = [build_quiz(paper, info, package) for paper in keys]
+    rows = asked_rows(keys, info.decimals)
+    quizzes = [build_quiz(paper, info, package, rows) for paper in keys]
     assessment = environment.get_template("qti/assessment.xml.j2")
     files = {"imsmanifest.xml": environment.get_template("qti/manifest.xml.j2").generate(
         quizzes=quizzes, info=info, ident=package),
@@ -131,18 +137,19 @@ def package_ident(keys: list[Paper]) -> str:
     return "gp-" + hashlib.sha256(ids.encode()).hexdigest()[:12]
 
 
-def build_quiz(paper: Paper, info: DocumentInfo, package: str) -> Quiz:
+def build_quiz(paper: Paper, info: DocumentInfo, package: str, rows: dict | None = None) -> Quiz:
     ident = f"{package}-v{paper.version}"
     title = f"{info.title}, version {paper.version}" if info.versioned else info.title
     sections = tuple(QuizSection(f"{ident}-p{problem.number}", f"Problem {problem.number}",
-                                 tuple(problem_items(problem, info.decimals, ident)))
+                                 tuple(problem_items(problem, info.decimals, ident, rows or {})))
                      for problem in paper.problems)
     file = f"version-{paper.version:02d}.xml" if info.versioned else "quiz.xml"
     return Quiz(ident, title, file, sections)
 
 
-def problem_items(problem, decimals: int, quiz: str):
-    """The items of one problem, in the paper's order: what it gives, then each part's."""
+def problem_items(problem, decimals: int, quiz: str, rows: dict):
+    """The items of one problem, in the paper's order: what it gives, then each part's;
+    ``rows`` says which row a larger step asks (``asked_rows``)."""
     question = problem.question
     base = f"{quiz}-{safe(question.spec.id)}"
     yield QuizItem(f"{base}-given", f"{question.spec.id}: problem {problem.number}, what it gives",
@@ -150,30 +157,106 @@ def problem_items(problem, decimals: int, quiz: str):
     tolerances = Tolerances(question, decimals)
     scale = 10 ** max(0, decimals - CANVAS_PLACES)
     for part in question.parts:
-        asked = [(step, *asked_entries(step)) for step in part.written]
-        points = split_points(part.marks, item_shares(part, [len(e) for _, e, _ in asked]))
+        asked = [(step, *asked_entries(step, rows.get(slot(question, part, k, step)), part))
+                 for k, step in enumerate(part.written)]
+        points = split_points(part.marks, item_shares(
+            part, [len(e) + part.asks_shape for _, e, _ in asked]))
         for step, entries, what in asked:
             tolerance = tolerances.of(step).chain
+            title = f"{question.spec.id} ({part.letter})"
             for i, j in entries:
                 yield QuizItem(
                     f"{base}-{part.letter}-{step_index(part, step)}-{i + 1}-{j + 1}",
-                    f"{question.spec.id} ({part.letter}) {entry_title(part, step, i, j)}",
+                    f"{title} {entry_title(part, step, i, j)}"
+                    + (f" ({what})" if what != "every entry" else ""),
                     "numerical_question", points.pop(0), problem, part, step, (i, j), what, scale,
                     canvas_answer(step.numeric[i, j] * scale, tolerance[i, j] * scale))
+            if part.asks_shape:
+                yield QuizItem(f"{base}-{part.letter}-{step_index(part, step)}-shape",
+                               f"{title} shape of {symbol_text(part, step)}", "short_answer_question",
+                               points.pop(0), problem, part, step, forms=shape_forms(*step.shape))
         if part.item:
             yield QuizItem(f"{base}-{part.letter}-choice", f"{question.spec.id} ({part.letter}) choice",
                            "multiple_choice_question", points.pop(0), problem, part)
 
 
-def asked_entries(step) -> tuple[list[tuple[int, int]], str]:
-    """The entries a step's items ask: all of a small step's; else the row with the most
-    entries to work out (not -inf), the first such."""
+def asked_entries(step, row: int | None = None, part=None) -> tuple[list[tuple[int, int]], str]:
+    """The entries a step's items ask: all of a small step's; else those of one row (not
+    -inf), ``row`` or else the first that sees the most keys."""
     finite = [[math.isfinite(x) for x in row] for row in step.numeric.tolist()]
     everything = [(i, j) for i, row in enumerate(finite) for j, seen in enumerate(row) if seen]
     if len(everything) <= SMALL_STEP:
         return everything, "every entry"
-    row = max(range(len(finite)), key=lambda i: (sum(finite[i]), -i))
-    return [(row, j) for j, seen in enumerate(finite[row]) if seen], f"row {row + 1}"
+    row = row_order(step, None)[0] if row is None else row
+    return ([(row, j) for j, seen in enumerate(finite[row]) if seen],
+            f"row {row + 1} of {symbol_text(part, step)}")
+
+
+def asked_rows(keys: list[Paper], decimals: int) -> dict[tuple, int]:
+    """The row each larger step asks, by ``slot``: the first, in ``row_order``, that gives its
+    answer away in no version, so that every version of a problem asks the same row (the
+    versions stay equal); the best row where each gives it away somewhere."""
+    found: dict[tuple, list] = {}
+    for paper in keys:
+        for problem in paper.problems:
+            for part in problem.question.parts:
+                for k, step in enumerate(part.written):
+                    found.setdefault(slot(problem.question, part, k, step), []).append(
+                        (problem.question, step))
+    rows = {}
+    for where, versions in found.items():
+        question, step = versions[0]
+        order = row_order(step, mask_of(question, step))
+        rows[where] = next((i for i in order if not any(gives_away(q, s, i, decimals)
+                                                        for q, s in versions)), order[0])
+    return rows
+
+
+def slot(question, part, k: int, step) -> tuple:
+    """What every version of a problem shares at a step: its type, mask, part, step and shape
+    (versions may come in another order)."""
+    return question.kind, question.spec.mask, part.letter, k, step.shape
+
+
+def row_order(step, mask) -> list[int]:
+    """A step's rows, best to ask first: the most keys unmasked (the mask's row, where the
+    step has the mask's rows; else the step's own entries that are not -inf), then the first.
+    Under a causal mask the last query's row comes first: it sees every key; a key's row
+    (dV), the first key's: every query sees it."""
+    seen = mask if mask is not None and mask.shape[0] == step.shape[0] else step.numeric
+    unmasked = [sum(math.isfinite(x) for x in row) for row in seen.tolist()]
+    return sorted(range(step.shape[0]), key=lambda i: (-unmasked[i], i))
+
+
+def mask_of(question, step):
+    """The masked scores of a problem with a mask (any of its solutions'), as the step's rows
+    run: by query, or by key (transposed) where the step's rows are its first input's
+    columns (dV = A^T dO); None without a mask."""
+    mask = next((s.numeric for solution in question.solutions() for s in solution.steps
+                 if s.kind == "masking"), None)
+    return mask.T if mask is not None and (plan_of(question, step) or {}).get("t") else mask
+
+
+def plan_of(question, step) -> dict | None:
+    """How a plan computed the step: its inputs (as computed) and whether it transposes its
+    first input (``t``); None for a step no plan computed (a picked matrix)."""
+    for solution in question.solutions():
+        for step_def, computed in zip(solution.plan, solution.steps):
+            if computed is step:
+                return {"inputs": [solution.step(name) for name in step_def.inputs],
+                        "t": step_def.transpose_left}
+    return None
+
+
+def gives_away(question, step, row: int, decimals: int) -> bool:
+    """Whether a row's answer is there without the work: a weight row of only 0s and 1s (a
+    query that sees one key), or an output row equal to a value row, as the paper rounds."""
+    shown = step.numeric[row].round(decimals)
+    if step.kind == "softmax":
+        return all(x in (0, 1) for x in shown)
+    plan = plan_of(question, step) if step.kind == "blend" else None
+    values = plan["inputs"][1].numeric if plan else None  # the value rows it blends
+    return values is not None and any((shown == v).all() for v in values.round(decimals))
 
 
 def item_shares(part, entries_per_step: list[int]) -> list[Fraction]:
@@ -226,6 +309,13 @@ def safe(text: str) -> str:
 
 def step_index(part, step) -> int:
     return next(k for k, s in enumerate(part.written) if s is step) + 1
+
+
+def symbol_text(part, step) -> str:
+    """A step's symbol as the part writes it (else its own), in plain text: A, S̃_1, A′."""
+    if part is None:
+        return plain_maths(steps.symbol(step.name))
+    return plain_maths(written_symbol(part, step_index(part, step) - 1, step))
 
 
 def entry_title(part, step, i: int, j: int) -> str:

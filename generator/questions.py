@@ -56,6 +56,13 @@ class Part:
                 + ([1] if self.item else []))
     grid_names: tuple[str, ...] = ()  # its steps' names on the practice page, where not their own
 
+    @property
+    def asks_shape(self) -> bool:
+        """Whether the part asks each written step's shape besides its entries ("What is its
+        shape?"): its task's step says so.  The page, Moodle and Canvas each give it a box."""
+        step = REGISTRY.get(self.task)
+        return bool(step and step.asks_shape and self.written)
+
 
 @dataclass(frozen=True)
 class Pick:

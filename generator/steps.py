@@ -40,6 +40,7 @@ class StepDef:
     factor: str = "scale"  # scaling: "scale" (the problem's, else 1/sqrt(d_k)), "one", "one-over-dk"
     by_columns: bool = False  # softmax: down each column (a mistake), not along each row
     rows_sum_to_one: bool = True  # blend: the weights' rows sum to 1 (exact forms may simplify)
+    asks_shape: bool = False  # a part asking this step asks its shape too (its prompt says so)
 
     @property
     def is_given(self) -> bool:
@@ -55,7 +56,7 @@ def given_def(name: str, symbol: str = "") -> StepDef:
 
 def _projection(name: str) -> StepDef:
     return StepDef(name, "product", ("X", f"W_{name}"), name, f"{name} = X W_{name}",
-                   f"${name} = XW_{name}$")
+                   f"${name} = XW_{name}$", asks_shape=True)
 
 
 REGISTRY: dict[str, StepDef] = {}
@@ -224,7 +225,7 @@ for _step in (
     StepDef("output", "blend", ("weights", "V"), "O", "output = weights V",
             r"${{ 'output' | sym }} = {{ 'weights' | sym }} {{ 'V' | sym }}$",
             "Compute the output $O = AV$: each row is a blend of the value rows. What is its "
-            "shape?", marks=2),
+            "shape?", marks=2, asks_shape=True),
 ):
     register(_step)
 
@@ -235,7 +236,7 @@ for _step in (
             "Concatenate the heads' outputs: $C = [O_1, O_2]$."),
     StepDef("projected", "product", ("concat", "W_O"), "Y", "projected = concat W_O",
             r"$Y = C\, W_O$", r"Project the concatenation: $Y = C\, W_O$. What is its shape?",
-            marks=2),
+            marks=2, asks_shape=True),
 ):
     register(_step, pipeline=False)
 

@@ -145,13 +145,15 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
     one factor for the whole question, which is its grade in Moodle (the sum of the weights).
 
     A part's marks go to its written steps by their step marks (else equally) and to its
-    choice as to one more step; a step's share is split evenly between its entries."""
+    choice as to one more step; a step's share is split evenly between its entries, and its
+    shape where the part asks it (a SHORTANSWER gap, counted as one more entry)."""
     shares = []
     for part in question.parts:
         steps = part.written
         weights = part.answer_weights
         total = sum(weights)
-        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x)) for step in steps]
+        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x)) + part.asks_shape
+                 for step in steps]
         shares.append([Fraction(part.marks * w, total * n) for w, n in
                        zip(weights, cells + ([1] if part.item else []))])
     factor = math.lcm(*(share.denominator for part in shares for share in part))
@@ -165,6 +167,8 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
                 for row, tolerance_row in zip(step.numeric.tolist(),
                                               tolerances.of(step).chain.tolist())])
                       for k, step in enumerate(part.written)],
+            "shapes": [fmt.cloze_shortanswer(fmt.shape_forms(*step.shape), weight[k])
+                       if part.asks_shape else None for k, step in enumerate(part.written)],
             "item_weight": weight[-1] if part.item else None}
     return gaps, question.marks * factor
 

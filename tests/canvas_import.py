@@ -22,6 +22,10 @@ does both in one pass over the 1.2 XML, rule by rule, each rule's source named b
   answer (``to_f``), unless its vargt and varlte bounds both end in 5 and are symmetric
   a power of ten apart (then a precision answer); margin = BigDecimal(varlte) -
   BigDecimal(exact); an ``and`` alone is a range (vargte, varlte);
+- extended_text_interaction.rb (a ``short_answer_question``, fill in the blank): each
+  stringMatch (a 1.2 varequal) an answer, a repeated text once; no answer makes it an essay;
+  short_answer_question.rb ``matching_answer``: right when the typed text, stripped and
+  lower-cased, is an answer's text stripped and lower-cased (both HTML-escaped);
 - choice_interaction.rb: each response_label an answer; one set to a positive SCORE is
   correct; one correct answer makes a multiple_choice_question;
 - assessment_test_converter.rb: a section with a selection becomes a question group
@@ -33,6 +37,7 @@ does both in one pass over the 1.2 XML, rule by rule, each rule's source named b
 
 from __future__ import annotations
 
+import html
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -245,6 +250,11 @@ def read_item(item) -> Question:
         if response is None or response.find("{*}render_fib") is None:
             raise ImportError_(f"{ident}: a numerical question needs response_str/render_fib")
         question.answers = [a for c in conditions if (a := numeric_answer(c)) is not None]
+    elif question_type == "short_answer_question":
+        texts = [(m.text or "").strip() for c in conditions for m in c.iter() if local(m.tag) == "varequal"]
+        question.answers = [Answer("text", text=t, weight=100) for t in dict.fromkeys(texts) if t]
+        if not question.answers:
+            raise ImportError_(f"{ident}: a short answer with no answer imports as an essay")
     elif question_type == "multiple_choice_question":
         question.answers = choice_answers(presentation, conditions)
         if sum(a.weight > 0 for a in question.answers) != 1:
@@ -329,6 +339,14 @@ def accepts(question: Question, text: str) -> bool:
             if low <= answer <= high:
                 return True
     return False
+
+
+def accepts_text(question: Question, text: str) -> bool:
+    """short_answer_question.rb matching_answer: the typed text, HTML-escaped, stripped and
+    lower-cased, is an answer's text stripped, lower-cased and HTML-escaped."""
+    typed_text = html.escape(text, quote=True).strip().lower()
+    return any(a.text and html.escape(a.text.strip().lower(), quote=True) == typed_text
+               for a in question.answers)
 
 
 def html_elements(html: str) -> set[str]:

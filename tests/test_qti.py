@@ -24,7 +24,8 @@ from generator.sampling import draw_options, sample_set
 from generator.spec import MISTAKES, mistakes_that_fit
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qti-small" / "qti.txt"
-QUIZ_TYPES = {"text_only_question", "numerical_question", "multiple_choice_question"}
+QUIZ_TYPES = {"text_only_question", "numerical_question", "short_answer_question",
+              "multiple_choice_question"}
 
 
 def package_of(questions, tmp_path, decimals, versions=None) -> Path:
@@ -250,7 +251,8 @@ def test_huge_values_are_plain_decimals_that_canvas_reads(tmp_path, run_cli, hug
     assert run_cli("--spec", huge_spec, "--format", "qti", "--out", tmp_path / "o")[0] == 0
     files = canvas.read_package(tmp_path / "o" / "qti.zip")
     bounds = re.findall(rb"<var(?:equal|gte|lte) respident=\"response1\">([^<]*)<", files["quiz.xml"])
-    numbers = [b.decode() for b in bounds if not b.startswith(b"choice")]
+    numbers = [b.decode() for b in bounds if not b.startswith(b"choice")
+               and not re.fullmatch(r"\(?\d+(×| × |x| x | by |,|, )\d+\)?", b.decode())]  # a shape
     assert numbers and all(re.fullmatch(r"-?\d+(\.\d+)?", n) for n in numbers)
     quiz = canvas.import_package(tmp_path / "o" / "qti.zip")[0]
     assert any(a.exact >= 1e7 for q in quiz.questions for a in q.answers if a.kind == "exact_answer")
