@@ -99,6 +99,9 @@ def test_the_practice_pages_show_the_text_and_run_nothing_of_it(run, request):
         assert HOSTILE in tree.find(".//header/p").text_content()  # course, date
 
 
+SHAPE = re.compile(r"\(?\d+ ?(×|x|by|,) ?\d+\)?")
+
+
 @pytest.mark.parametrize("run", RUNS)
 def test_moodle_reads_no_gap_and_no_markup_from_the_text(run, request):
     root = ElementTree.parse(request.getfixturevalue(run) / "moodle.xml").getroot()
@@ -110,7 +113,9 @@ def test_moodle_reads_no_gap_and_no_markup_from_the_text(run, request):
     assert bodies
     for body in bodies:
         assert "{#" not in body  # Moodle would put gap 1's box there too
-        assert {gap["type"] for gap in extract_question(body)} <= {"numerical", "multichoice"}
+        for gap in extract_question(body):  # numbers, choices, and a shape's forms (2×3, 2 by 3)
+            assert gap["type"] in ("numerical", "multichoice") or all(
+                SHAPE.fullmatch(answer) for answer in gap["answers"]), gap
 
 
 def test_a_spec_files_title_and_name_are_text_in_moodle(from_files):
