@@ -34,7 +34,7 @@ from .teacher_text import text_fault
 RECORD = "problems.json"
 # What a record keeps of its documents' DocumentInfo: everything but the seed and decimals
 # (at the record's top level) and what only a drawn set's own key prints.
-NOT_RECORDED = ("seed", "decimals", "draw_command", "versioned", "formats")
+NOT_RECORDED = ("seed", "decimals", "draw_command", "versioned", "formats", "time_allowed")
 RECORDED = tuple(f.name for f in fields(DocumentInfo) if f.name not in NOT_RECORDED)
 # What a problem set again takes from its record; what else a run derives (its time at which
 # rates, say) follows from these and the command line.

@@ -135,6 +135,7 @@ class DocumentInfo:
     exponent_table: tuple = ()  # --no-calculator: the x whose e^x the sheets print
     table_places: int = 4  # ... with this many decimals, which the softmax working uses too
     practice: bool = False  # a practice set (readable ids): its record need not be kept
+    time_allowed: int = 0  # --minutes: the time the cover allows, in minutes (0: none said)
     formats: tuple = ()  # the formats asked ("pdf" for --pdf): the record's, to set it again alike
 
 

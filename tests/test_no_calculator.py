@@ -234,3 +234,25 @@ def test_the_hints_in_errors_work_when_followed(run_cli, tmp_path):
     for dk in ("2", "4", "6"):  # heads: each head's d_k is 4 whatever --dk says
         assert run_cli("--no-calculator", "--types", "heads", "--count", 2, "--dk", dk, "--practice",
                        "--format", "json", "--out", tmp_path / f"h{dk}")[0] == 0
+
+
+def test_a_timed_paper_says_the_time_allowed_and_that_calculators_are_not_permitted(sets):
+    for document in ("questions.md", "questions.tex"):
+        text = (sets["midterm"] / document).read_text()
+        assert "Time allowed: 50 minutes." in text and "Calculators are not permitted." in text
+    assert "Time allowed" not in (sets["type-full"] / "questions.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["midterm", "midterm-versions", "type-backward"])
+def test_a_lean_backward_problem_prints_only_what_it_uses(sets, name):
+    """dV and one row of dS read A, V, that row of A and dO: not X, W_Q, W_K, W_V, Q or K."""
+    folder = sets[name]
+    problems = json.loads((folder / "problems.json").read_text())["problems"]
+    lean = [p for p in problems if p["type"] == "backward" and "row" in p["spec"]]
+    assert lean
+    assert all(set(p["given"]) <= {"V", "dO"} for p in lean)
+    text = (folder / "questions.md").read_text()
+    for problem in lean:
+        statement = text.split(f"Problem id `{problem['id']}`")[1].split("(a) [")[0]
+        assert "V" in statement and "A =" in statement and "dO (" in statement
+        assert not re.search(r"^(X|W_Q|W_K|W_V|Q|K)\b.*=$", statement, re.M), statement

@@ -22,6 +22,7 @@ from .row import read_row
 # Steps asked together in one part; every other gradient of the plan is a part of its own.
 TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))
 FORWARD = ("Q", "K", "V", "weights")  # what the backward pass reads of the forward one
+ROW_READS = ("V", "weights", "dO")  # what dV and one row of dS read: only these are printed
 UPSTREAM = (-1, -0.5, 0, 0.5, 1)  # the entries a drawn dO takes
 SHORT_PLACES = 2  # without a calculator, the row of weights a is given to two places
 
@@ -31,8 +32,10 @@ def backward_question(spec) -> Question:
     dV and that row of dS alone (its dA, through softmax, through the scaling); then the
     choice parts the spec asks (``ask``; without it, those the engine can show)."""
     solution = solve(spec)
+    printed = FORWARD if spec.row is None else ROW_READS  # X and W_Q... or Q and K unused
     shown = tuple(("", symbol(name), solution.step(name)) for name in FORWARD
-                  if solution.step(name).kind != "given")
+                  if solution.step(name).kind != "given" and name in printed)
+    given = tuple(s for s in given_steps(solution) if spec.row is None or s.name in ROW_READS)
     if spec.places is not None:
         shown += ((r"Row {{ spec.row + 1 }} of $A$ to {{ spec.places }} places", "a",
                    weights_row(spec, solution)),)
@@ -46,7 +49,7 @@ def backward_question(spec) -> Question:
                       step_marks=tuple(REGISTRY[s.name].marks for s in row.plan if not s.is_given))]
         worked = (("", solution), ("", row))
     parts += choice_parts(spec, solution)
-    return Question("backward", spec, solution, given_steps(solution), lettered(parts), shown=shown,
+    return Question("backward", spec, solution, given, lettered(parts), shown=shown,
                     worked_by_parts=worked)
 
 
@@ -282,7 +285,8 @@ def upstream_and_steps(rng, candidate, decimals: int) -> tuple[dict, dict] | Non
 
 register(QuestionType(
     "backward", backward_question, "Backpropagation through attention",
-    (SETUP, GIVEN, "The forward pass gives", SHOWN,
+    (SETUP.replace("{% if spec.from_embeddings %}", "{% if spec.from_embeddings and spec.row is none %}",
+                   1), GIVEN, "The forward pass gives", SHOWN,
      r"A loss $L$ has the upstream gradient $\mathrm{d}O = \partial L / \partial O$ given above "
      r"(for $L = \sum_{ij} O_{ij} G_{ij}$ it is $G$). Push it back through the attention, one "
      r"gradient at a time, in order."),
