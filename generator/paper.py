@@ -107,14 +107,22 @@ def problem_seconds(parts, calculator: bool = True) -> int:
     return sum(part_seconds(part, calculator) for part in parts)
 
 
-def writing_lines(part) -> int:
-    """Room on the question sheet, in proportion to the work the part asks: a line for every
-    20 seconds of writing, 3 to 36 lines; 2 for a choice, 6 for an explanation."""
+LINE_SECONDS = 20  # a line of room on the question sheet for every 20 seconds of writing
+MOST_LINES = 36  # a page, less the part's prompt: a part's room is never split from it
+
+
+def writing_lines(part, calculator: bool = True) -> int:
+    """Room on the question sheet, in proportion to the work the part asks at the paper's
+    rates (without a calculator the sums and quotients are written out: more room): a line
+    for every 20 seconds of writing, 3 to 36 lines, and never fewer than its tallest matrix
+    and two; 2 for a choice, 6 for an explanation."""
     if part.task in EXPLAINED:
         return 6
     if not part.steps or not part.grids:
         return 2
-    return min(36, max(3, math.ceil(part_seconds(part) / 20)))
+    tallest = max(step.shape[0] for step in part.written)
+    return min(MOST_LINES, max(3, tallest + 2,
+                               math.ceil(part_seconds(part, calculator) / LINE_SECONDS)))
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,11 @@ class ExamProblem:
     def minutes(self) -> int:
         """The estimate a paper prints: whole minutes, rounded up."""
         return max(1, math.ceil(self.seconds / 60))
+
+    @property
+    def rooms(self) -> tuple[int, ...]:
+        """Each part's room on the question sheet, in lines, at the paper's rates."""
+        return tuple(writing_lines(part, self.calculator) for part in self.parts)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,11 @@
 A candidate is rejected when a question would be trivial or unpleasant by hand:
   - a zero row in X, Q, K or V, or two equal rows in one of them or in the raw
     scores (two tokens alike, or a row of the working that merely repeats another);
-  - a zero column in Q, K or V, or a zero row or column in the output (a dimension
-    that carries nothing: a whole column of the working is 0), in each head too;
+  - a zero column in Q, K or V, or a zero row or column in the raw scores or the output
+    (a dimension that carries nothing: a whole column of the working is 0), in each head
+    too, and in a two-head question's concatenation C and projection Y;
+  - two equal rows in the weights or the output (scores a constant apart soften to the
+    same row), in each head, C or Y: each row is a query's own work, and a copy halves it;
   - at easy and medium, an entry of Q, K or V beyond ``QKV_BOUND`` or a raw score
     beyond ``SCORE_BOUND`` (both integers there by construction);
   - a scaled score beyond ``SCALED_BOUND`` (e^6 ≈ 403 is as far as a calculator
@@ -52,7 +55,8 @@ def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool
     steps = attention_steps(candidate.given, candidate.mask, candidate.scale)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
             and all(_no_zero_lines(steps[name]) for name in ("Q", "K", "V", "output"))
-            and len({tuple(row) for row in steps["scores"].tolist()}) == len(steps["scores"])
+            and _no_zero_lines(steps["scores"])
+            and all(_distinct_rows(steps[name]) for name in ("scores", "weights", "output"))
             and _within_bounds(steps, difficulty)
             and _readable_weights(steps["weights"], candidate.mask, decimals))
 
@@ -79,15 +83,36 @@ def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
     whole = attention_steps(candidate.given, scale=candidate.scale)
     if candidate.w_o is not None and not _no_zero_rows(candidate.w_o):
         return False
+    outputs = []
     for h in range(heads):
         part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
         steps = attention_steps(part, scale=candidate.scale)
         if (not all(_distinct_nonzero_rows(part[name]) for name in "QKV")
-                or not _no_zero_lines(steps["output"])
+                or not all(_worked(steps[name]) for name in ("scores", "weights", "output"))
                 or np.abs(steps["scaled"]).max() > SCALED_BOUND
                 or not _readable_weights(steps["weights"], "none", decimals)):
             return False
-    return True
+        outputs.append(steps["output"])
+    concat = np.hstack(outputs)
+    return candidate.w_o is None or (_worked(concat) and _worked(concat @ candidate.w_o))
+
+
+def gradients_are_worthy(steps: dict[str, np.ndarray], mask: str) -> bool:
+    """A backward pass worth working by hand: no zero row or column in dV, dA, dS̃, dS, dQ or
+    dK, no two queries' rows of dA, dS̃ or dQ alike, and every row of dA that softmax takes
+    back with two nonzero entries or more among its unmasked keys (da = (1, 0, 0) leaves
+    little to push).  Under a causal mask the first query's weights are (1, 0, ...): its rows
+    of dS̃, dS and dQ are 0 by the mask's lesson, and its da passes nothing back."""
+    causal = mask == "causal"
+    for name in ("dV", "dweights", "dscaled", "dscores", "dQ", "dK"):
+        nonzero = np.abs(steps[name]) > 1e-12
+        skip = 1 if causal and name in ("dscaled", "dscores", "dQ") else 0
+        if not (nonzero[skip:].any(axis=1).all() and nonzero.any(axis=0).all()):
+            return False
+        if name in ("dweights", "dscaled", "dQ") and not _distinct_rows(steps[name]):
+            return False
+    upstream = [row[: i + 1] if causal else row for i, row in enumerate(steps["dweights"])]
+    return all(np.count_nonzero(np.abs(row) > 1e-12) >= 2 for row in upstream if len(row) >= 2)
 
 
 def scaled_scores_in(candidate: Candidate, exponents, heads: int = 0) -> bool:
@@ -125,8 +150,18 @@ def _no_zero_lines(matrix: np.ndarray) -> bool:
     return bool(np.all(nonzero.any(axis=1)) and np.all(nonzero.any(axis=0)))
 
 
+def _distinct_rows(matrix: np.ndarray) -> bool:
+    """No two rows alike (to 1e-9: softmax rows a constant apart agree only so far)."""
+    return len({tuple(row) for row in np.round(matrix, 9).tolist()}) == len(matrix)
+
+
 def _distinct_nonzero_rows(matrix: np.ndarray) -> bool:
-    return _no_zero_rows(matrix) and len({tuple(row) for row in matrix.tolist()}) == len(matrix)
+    return _no_zero_rows(matrix) and _distinct_rows(matrix)
+
+
+def _worked(matrix: np.ndarray) -> bool:
+    """A matrix of a query's work a row: no zero row or column, no two rows alike."""
+    return _no_zero_lines(matrix) and _distinct_rows(matrix)
 
 
 def _within_bounds(steps: dict[str, np.ndarray], difficulty: str) -> bool:

@@ -16,6 +16,7 @@ from ..questions import (SETUP, TIE, Part, Question, answer_with_slips, given_st
                          shuffled_item, step_parts)
 from ..spec import SpecError
 from ..steps import PIPELINE, REGISTRY, given_def, symbol
+from ..worthiness import gradients_are_worthy
 from . import GIVEN, SHOWN, QuestionType, register
 from .row import read_row
 
@@ -235,6 +236,8 @@ def draw_upstream(rng, candidate, decimals: int, ask=None) -> dict | None:
     if drawn is None:
         return None
     params, steps = drawn
+    if not gradients_are_worthy(steps, candidate.mask):
+        return None
     shown = {"why-scale": candidate.scale is None and candidate.w_q.shape[1] >= 2 and row_kept_alive(
                  {name: steps[name] for name in (*candidate.given, "dO")}, steps["dscaled"],
                  candidate.mask) is not None,
