@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             practice = bool(args.practice or args.problem and not args.record)  # a readable id
             info = DocumentInfo(**{"practice": practice, **info_fields,
                                    **exponent_table(args, sets, recorded)},
-                                time_allowed=args.minutes or 0,
+                                time_allowed=args.minutes or (exam.time_allowed if exam else 0),
                                 seed=seed if drawn or exam else None, decimals=args.decimals,
                                 draw_command=(draw_command(args, seed) if drawn else
                                               exam.draw_command if exam else ""),

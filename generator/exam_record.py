@@ -41,17 +41,20 @@ RECORDED = tuple(f.name for f in fields(DocumentInfo) if f.name not in NOT_RECOR
 RESTORED = (*HEADER_FIELDS, "extra", "exponent_table", "table_places", "practice")
 DEFAULTS = DocumentInfo()
 FORMAT_NAMES = ("md", "json", "moodle", "qti", "html", "pdf")  # a record's "formats", as asked
+MAX_MINUTES = 10_000  # as --minutes
 MAX_TABLE = 64  # exponentials in a recorded table (the tool prints 9)
 MAX_DECIMALS = 10  # as --decimals
 MAX_PLACES = MAX_DECIMALS + 2  # the table may take a place or two more (formatting.table_places)
 
 
 def run_record(info: DocumentInfo) -> dict:
-    """A record's head: the seed, decimals, the command that draws the set again and the
-    formats it was written in (each only where there is one), and how its documents printed."""
+    """A record's head: the seed, decimals, the command that draws the set again, the formats
+    it was written in and the time its cover allows (each only where there is one), and how its
+    documents printed."""
     head = {"seed": info.seed, "decimals": info.decimals}
     head.update({"draw_command": info.draw_command} if info.draw_command else {})
     head.update({"formats": list(info.formats)} if info.formats else {})
+    head.update({"time_allowed": info.time_allowed} if info.time_allowed else {})
     return {**head, "documents": documents_record(info)}
 
 
@@ -91,6 +94,7 @@ class RecordedExam:
     seed: int | None
     draw_command: str
     versioned: bool
+    time_allowed: int = 0
 
     def seated(self, roster: list[Student] | None) -> tuple[list[Student] | None, list[str]]:
         """The papers' students: a roster's, each at the version the record seated them (by
@@ -124,9 +128,10 @@ def recorded_exam(path: Path) -> RecordedExam:
     command = document.get("draw_command") or ""
     if not isinstance(command, str) or (fault := text_fault(command)):
         raise SpecError(f"{path}: draw_command {fault or 'must be text'}")
-    seed = document.get("seed")
+    seed, minutes = document.get("seed"), document.get("time_allowed", 0)
     return RecordedExam(dict(sorted(versions.items())), _students(papers, versions, path),
-                        seed if type(seed) is int else None, command, isinstance(papers, list))
+                        seed if type(seed) is int else None, command, isinstance(papers, list),
+                        _whole(minutes, "time_allowed", path, MAX_MINUTES))
 
 
 def _students(papers, versions: dict, path: Path) -> list[Student] | None:

@@ -248,6 +248,7 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
         maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1)
         # a command may wrap after a space or a slash of a long path, never run off the page
         breakable=lambda text: NoEscape(_escape_untrusted(text).replace("/", r"/\allowbreak{}")),
+        shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
         **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,
@@ -500,6 +501,23 @@ def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded
         vector_at=lambda nums, places: mark(vector([number(n, places) for n in nums])),
         rel_at=lambda n, places: exact if fmt.is_exact_at(n, places) else rounded,
         printed_sum=lambda nums, places: mark(fmt.printed_sum(nums, places)))
+
+
+def shell_command_latex(command: str) -> NoEscape:
+    """A shell command as LaTeX that pastes back as the same command: straight quotes (T1's
+    typewriter ' is a curly ’), a line break only at a space between words (a break inside a
+    quoted title or a path would paste as a newline there), each space kept."""
+    quote = None
+    pieces = []
+    for char in command:
+        if char in "'\"" and quote in (None, char):
+            quote = None if quote else char
+        if char == " ":
+            pieces.append("~" if quote else " ")
+        else:
+            pieces.append({"'": r"\textquotesingle{}", '"': r"\textquotedbl{}"}.get(char)
+                          or escape_latex(char).replace(r"\^{}", r"\textasciicircum{}"))
+    return NoEscape("".join(pieces))
 
 
 def _escape_untrusted(value):

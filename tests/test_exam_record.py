@@ -164,6 +164,7 @@ def test_a_redrawn_exam_is_set_again_whole_from_its_kept_record(tmp_path, run_cl
     again = {name: Path(f"exam-{today()}-seed7", name).read_bytes() for name in first}
     assert again == first  # byte for byte: every version, the header, the table, the command
     assert b"'Midterm 1:  Attention'" in first["answers.md"]  # the draw command, as it was
+    assert b"Time allowed: 25 minutes" in first["questions.md"]
 
 
 def test_a_class_is_set_again_per_student(tmp_path, run_cli):

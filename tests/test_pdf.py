@@ -163,3 +163,14 @@ def test_pdf_without_tex_says_how_to_install(tmp_path, run_cli, monkeypatch):
     assert code == 2
     assert err.count("\n") == 1 and "apt-get install --no-install-recommends" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_keys_redraw_command_pastes_back_as_it_was(tmp_path, run_cli):
+    """A title with quotes: the PDF's text (what a copy and paste takes) is the command the
+    Markdown key prints, straight quotes and all, broken only between shell words."""
+    title = "Midterm 1: O'Brien's \"test\""
+    assert run_cli("--count", 1, "--seed", 3, "--title", title, "--pdf", "--out", tmp_path)[0] == 0
+    command = re.search(r"drawn again by `(.*)`\.", (tmp_path / "answers.md").read_text()).group(1)
+    text = " ".join(PdfReader(tmp_path / "answers.pdf").pages[0].extract_text().split())
+    pasted = text[text.index("drawn again by") + len("drawn again by "):][:len(command)]
+    assert pasted == " ".join(command.split())  # the title's own quotes may be typeset curly
