@@ -505,8 +505,9 @@ def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded
 
 def shell_command_latex(command: str) -> NoEscape:
     """A shell command as LaTeX that pastes back as the same command: straight quotes (T1's
-    typewriter ' is a curly ’), a line break only at a space between words (a break inside a
-    quoted title or a path would paste as a newline there), each space kept."""
+    typewriter ' is a curly ’), a line break at a space between words (a break inside a
+    quoted title or a path would paste as a newline there), after a / only where a path is
+    longer than the line, each space kept."""
     quote = None
     pieces = []
     for char in command:
@@ -514,6 +515,8 @@ def shell_command_latex(command: str) -> NoEscape:
             quote = None if quote else char
         if char == " ":
             pieces.append("~" if quote else " ")
+        elif char == "/":
+            pieces.append(r"/\penalty5000{}")  # the last resort: a break here pastes a newline
         else:
             pieces.append({"'": r"\textquotesingle{}", '"': r"\textquotedbl{}"}.get(char)
                           or escape_latex(char).replace(r"\^{}", r"\textasciicircum{}"))
