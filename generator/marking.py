@@ -10,8 +10,10 @@ the product of two errors where an op multiplies them):
 - ``chain``: the student rounded every earlier step too and worked on from those
   values (Moodle, whose gaps know nothing of each other; the practice page where
   an earlier value is not the student's own);
-- ``local``: the inputs are exactly what the student typed, as on the practice page
-  when the earlier grids are the student's own; only this step's own rounding counts.
+- ``local``: the inputs are the student's own, as on the practice page when the earlier
+  grids are theirs: each may be what they typed or what they worked before rounding it to
+  type it, so half a unit of each input's shown place is carried through the op (one level,
+  as the chain does), plus this step's own rounding.  A matrix of the spec is exact.
 
 Each bound then gets a margin (``MARGIN``) for what the first order leaves out.  A
 real mistake moves an answer by far more than rounding does, and the tests hold both
@@ -67,7 +69,8 @@ class Tolerances:
                 else:
                     inputs = [values[i] for i in step_def.inputs]
                     spec = solution.spec
-                    own = propagate(step_def, inputs, [np.zeros_like(x) for x in inputs], self.u, spec)
+                    typed = [_typed_error(i, x, question.spec, self.u) for i, x in zip(step_def.inputs, inputs)]
+                    own = propagate(step_def, inputs, typed, self.u, spec)
                     carried = propagate(step_def, inputs, [chain[i] for i in step_def.inputs], self.u, spec)
                     chain[step.name] = _bounded(carried + self.u)
                     tolerance = Tolerance(chain[step.name], _bounded(own + self.u))
@@ -81,6 +84,12 @@ class Tolerances:
             return self._by_step[id(step)]
         flat = _bounded(np.full(step.numeric.shape, self.u))
         return Tolerance(flat, flat)
+
+
+def _typed_error(name: str, value: np.ndarray, spec, u: float) -> np.ndarray:
+    """How far a student's own input can be from what they typed (``local``): half a unit, as
+    they typed it rounded but may have worked on from more places; a matrix of the spec is exact."""
+    return np.zeros_like(value) if name in spec.matrices else np.full(value.shape, u)
 
 
 def _given_error(name: str, value: np.ndarray, spec, u: float) -> np.ndarray:

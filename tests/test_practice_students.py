@@ -1,9 +1,11 @@
-"""Three honest students on the practice page, in chromium, over every question type at 2 and
+"""Four honest students on the practice page, in chromium, over every question type at 2 and
 at 4 decimals and two seeds: every cell they work is marked right.
 
 - one rounds each step to the shown decimals and works on from what they wrote;
 - one keeps full calculator precision (types the key's values, rounded for display);
-- one slips early, in one entry, and carries the slip forward correctly.
+- one slips early, in one entry, and carries the slip forward correctly;
+- one slips so too, but keeps full precision after it (types each value rounded, works on
+  from the unrounded ones).
 
 Their values are worked here in numpy from the page's own data (its step graph, the matrices
 it shows, the key), not by the page's script.  Then typical mistakes are typed, one grid at a
@@ -27,7 +29,8 @@ from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 ALL_TYPES = "full,row,mistake,permute,masked,heads,concept,backward,softmax-jacobian"
 RUNS = [(seed, decimals) for seed in (3, 8) for decimals in (2, 4)]
 STUDENTS = {"rounds": "rounds each step", "precise": "keeps full precision",
-            "slips": "slips early and carries it forward"}
+            "slips": "slips early and carries it forward",
+            "slips-precise": "slips early and keeps full precision"}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -104,9 +107,11 @@ def grids_of(problem) -> dict:
 def work(problem, decimals: int, way: str) -> dict:
     """What a student types into each grid: the key's value rounded ("precise"), or the value
     the step graph gives from what they typed before and the matrices the page shows, rounded
-    ("rounds"; "slips" adds 1 to the first entry of the first grid and carries that forward)."""
+    ("rounds"; "slips" adds 1 to the first entry of the first grid and carries that forward;
+    "slips-precise" slips so too, but works on from the unrounded values, typing each rounded)."""
     grids = grids_of(problem)
     first = next(iter(grids), None)
+    full = way == "slips-precise"  # works on from what they worked, not from what they typed
     mine: dict[str, np.ndarray] = {}
 
     def value(name):
@@ -116,18 +121,19 @@ def work(problem, decimals: int, way: str) -> dict:
             step = problem["graph"][name]
             worked = grids[name] if way == "precise" else OPS[step["op"]](
                 step, *(value(i) for i in step["inputs"]))
-            typed = rounded(worked, decimals)
-            if way == "slips" and name == first:
-                typed = typed.copy()
+            typed = worked.copy() if full else rounded(worked, decimals)
+            if way.startswith("slips") and name == first:
                 typed[tuple(np.argwhere(np.isfinite(typed))[0])] += 1
         elif name in problem["given"]:
             typed = matrix(problem["given"][name])
-        else:  # a matrix no grid asks and the page does not show: worked out and rounded
+        elif full:  # a matrix no grid asks and the page does not show: worked out
+            typed = matrix(problem["known"][name])
+        else:  # ... and rounded
             typed = rounded(matrix(problem["known"][name]), decimals)
         mine[name] = typed
         return typed
 
-    return {name: value(name) for name in grids}
+    return {name: rounded(value(name), decimals) for name in grids}
 
 
 def texts(typed: np.ndarray, key: np.ndarray, decimals: int) -> list:
@@ -174,13 +180,13 @@ def type_and_check(page, entries: dict, parts=None) -> dict:
 def students_marks(page, problems, decimals):
     """For each student, (cells right, cells, the cells marked wrong, the cells they slipped)."""
     found = {}
-    for way in ("rounds", "precise", "slips"):
+    for way in STUDENTS:
         entries, slipped = {}, set()
         for problem_id, problem in problems.items():
             keys = grids_of(problem)
             entries[problem_id] = {name: texts(m, keys[name], decimals)
                                    for name, m in work(problem, decimals, way).items()}
-            if way == "slips" and keys:
+            if way.startswith("slips") and keys:
                 slipped.add((f"{problem_id} {next(iter(keys))}", 0))  # its first box
         marks = type_and_check(page, entries)
         cells = [(grid, k, mark) for grid, row in marks.items() if not grid.endswith(")")
@@ -191,7 +197,7 @@ def students_marks(page, problems, decimals):
 
 
 @needs_browser
-def test_three_honest_students_are_marked_right_on_every_cell(pages, capsys):
+def test_four_honest_students_are_marked_right_on_every_cell(pages, capsys):
     lines = []
     for (seed, decimals), (page, problems) in pages.items():
         for problem in problems.values():  # every grid follows from others by the step graph
