@@ -393,11 +393,17 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
 class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
     """A cache that never fails a run: a full or unwritable cache folder only costs speed.
 
-    Its keys name the sandbox: Jinja keys compiled templates by their source alone, and code
-    compiled outside the sandbox calls functions without the sandbox's checks."""
+    Its keys name the sandbox and the environment's options: Jinja keys compiled templates by
+    their source alone, but code compiled outside the sandbox calls functions without the
+    sandbox's checks, and code compiled with autoescape (the page's Markdown working) escapes
+    what the Markdown key must print as it is (A' as A&#39;)."""
+
+    def __init__(self, directory: str, flavor: str = ""):
+        super().__init__(directory)
+        self.flavor = flavor
 
     def get_cache_key(self, name: str, filename: str | None = None) -> str:
-        return super().get_cache_key(f"{SANDBOX_KEY}:{name}", filename)
+        return super().get_cache_key(f"{SANDBOX_KEY}:{self.flavor}:{name}", filename)
 
     def dump_bytecode(self, bucket) -> None:
         try:
@@ -417,7 +423,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     environment = Sandbox(
         loader=CheckedLoader([*folders, BUILTIN_TEMPLATES]),  # a bad file is one line
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(),
+        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(options),
         auto_reload=False,  # a template is read once a run: no stat of its file at every include
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
@@ -432,13 +438,15 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     return environment
 
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
+def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source, so an edited
     template is compiled afresh): compiling them all costs a tenth of a second a run.
     A compiled template is code the run loads: it is kept only in a folder private to the
     user (``private``), never in the temp folder; without one, templates are compiled anew."""
     folder = private_cache("templates")
-    return QuietBytecodeCache(str(folder)) if folder else None
+    flavor = ";".join(f"{key}={getattr(value, '__qualname__', value)}"
+                      for key, value in sorted((options or {}).items()))
+    return QuietBytecodeCache(str(folder), flavor) if folder else None
 
 
 def _exact_number(value) -> sympy.Expr:

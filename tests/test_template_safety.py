@@ -206,3 +206,16 @@ def test_an_include_that_climbs_out_is_a_template_error(tmp_path, run_cli):
     (mine / "preamble.md.j2").write_text('{% include "markdown/../../../../etc/passwd" %}\n')
     code, _, err = run_cli("--count", 1, "--out", tmp_path / "o", "--templates", tmp_path / "mine")
     assert code == 2 and err.count("\n") == 1 and "template" in err, err
+
+
+def test_a_template_compiled_for_the_page_is_not_reused_by_the_markdown_key(tmp_path,
+                                                                           monkeypatch):
+    """The page shows the Markdown key's working with autoescape; the cache of compiled
+    templates must not hand that escaping code to the Markdown key (A' printed as A&#39;)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "note.md.j2").write_text("{{ text }}")
+    page = render.markdown_environment(4, tmp_path / "own", autoescape=True)
+    key = render.markdown_environment(4, tmp_path / "own")  # finds the page's compiled code
+    assert page.get_template("note.md.j2").render(text="A'") == "A&#39;"
+    assert key.get_template("note.md.j2").render(text="A'") == "A'"
