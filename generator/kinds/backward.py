@@ -10,7 +10,7 @@ import numpy as np
 import sympy
 
 from ..crosscheck import attention_steps
-from ..engine import Num, Solution, Step, run, solve
+from ..engine import Solution, Step, run, solve
 from ..exact import shown as shown_text
 from ..questions import (SETUP, TIE, Part, Question, answer_with_slips, given_steps, lettered,
                          shuffled_item, step_parts)
@@ -18,6 +18,7 @@ from ..spec import SpecError
 from ..steps import PIPELINE, REGISTRY, given_def, symbol
 from ..worthiness import gradients_are_worthy
 from . import GIVEN, SHOWN, QuestionType, register
+from .places import SHORT_PLACES, read_places, rounded_units, to_places
 from .row import read_row
 
 # Steps asked together in one part; every other gradient of the plan is a part of its own.
@@ -25,7 +26,6 @@ TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))
 FORWARD = ("Q", "K", "V", "weights")  # what the backward pass reads of the forward one
 ROW_READS = ("V", "weights", "dO")  # what dV and one row of dS read: only these are printed
 UPSTREAM = (-1, -0.5, 0, 0.5, 1)  # the entries a drawn dO takes
-SHORT_PLACES = 2  # without a calculator, the row of weights a is given to two places
 
 
 def backward_question(spec) -> Question:
@@ -89,17 +89,6 @@ def weights_row(spec, solution, name: str = "weights_row") -> Step:
     return Step(name, f"a (row {spec.row + 1} of A to {spec.places} places)", "given", (short,))
 
 
-def to_places(numbers, places: int) -> tuple[Num, ...]:
-    """Each number rounded to ``places``, as an exact decimal to work on from."""
-    units = rounded_units([n.value for n in numbers], places)
-    return tuple(Num(sympy.Rational(u, 10**places), u / 10**places) for u in units)
-
-
-def rounded_units(weights, places: int) -> list[int]:
-    """Each weight rounded to ``places``, in units of 10^-places (halves up)."""
-    return [int(np.floor(w * 10**places + 0.5)) for w in weights]
-
-
 def short_weights(rng, candidate, params: dict, decimals: int) -> dict | None:
     """Without a calculator: the lean part set (dV and one row of dS), from that row of A
     given to two places; redrawn where the rounded row would not add up to 1 (its row of
@@ -118,23 +107,6 @@ def short_weights(rng, candidate, params: dict, decimals: int) -> dict | None:
             u in (0, 10**SHORT_PLACES) for u, w in zip(units, weights) if w > 0):
         return None
     return {"row": row, "places": SHORT_PLACES}
-
-
-def short_places(rng, candidate, params: dict, decimals: int) -> dict:
-    """Without a calculator, a type that works on from decimals it rounds (the heads'
-    outputs before W_O) takes them to two places."""
-    return {"places": SHORT_PLACES}
-
-
-def read_places(spec, record: dict, where: str):
-    """``places``: the row of weights given to that many places (no calculator)."""
-    if "places" not in record:
-        return spec
-    places = record["places"]
-    if not isinstance(places, int) or isinstance(places, bool) or not 1 <= places <= 6:
-        raise SpecError(f"{where}: places must be a whole number from 1 to 6, got "
-                        f"{shown_text(places)}")
-    return replace(spec, places=places)
 
 
 CHOICES = ("why-scale", "ignored-key")

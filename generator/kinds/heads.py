@@ -11,7 +11,7 @@ from ..spec import MAX_DIMENSION, ProblemSpec, one_based
 from ..steps import REGISTRY, given_def
 from ..worthiness import heads_are_readable
 from . import GIVEN, SHOWN, QuestionType, register
-from .backward import read_places, short_places, to_places
+from .places import read_places, short_places, to_places
 from .full import PROMPTS
 
 HEADS = 2

@@ -10,7 +10,8 @@ from ..engine import Step, run, solve
 from ..questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from ..steps import REGISTRY
 from . import SHOWN, QuestionType, register
-from .backward import read_places, short_weights, upstream_and_steps, weights_row
+from .backward import short_weights, upstream_and_steps, weights_row
+from .places import read_places, rounded_units
 from .row import read_row
 
 REASONS = (
@@ -40,13 +41,18 @@ def jacobian_question(spec) -> Question:
 
 
 def draw_row_and_upstream(rng, candidate, decimals: int) -> dict | None:
-    """dO as for the backward type, and a row whose weights are not all but one near 0."""
+    """dO as for the backward type, and a row whose weights are not all but one near 0. The
+    row is given as the paper prints it, to ``decimals`` places, and worked exactly from
+    there (the student's J is then the key's, digit for digit): a row whose rounded weights
+    would not add up to 1 is not drawn."""
     drawn = upstream_and_steps(rng, candidate, decimals)
     if drawn is None:
         return None
     params, steps = drawn
-    rows = [i for i, row in enumerate(steps["weights"]) if sorted(row)[-2] >= 10.0**-decimals * 10]
-    return {**params, "row": rows[int(rng.integers(len(rows)))]} if rows else None
+    rows = [i for i, row in enumerate(steps["weights"]) if sorted(row)[-2] >= 10.0**-decimals * 10
+            and sum(rounded_units(list(row), decimals)) == 10**decimals]
+    return ({**params, "row": rows[int(rng.integers(len(rows)))], "places": decimals}
+            if rows else None)
 
 
 def read_row_and_places(spec, record: dict, where: str):
