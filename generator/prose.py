@@ -105,13 +105,35 @@ class HtmlPrinter(Printer):
         return html.escape(piece.text, quote=False)
 
     def _print_Math(self, piece: Math) -> str:
-        return f'<span class="m">{labelled_mathml(piece.tex)}</span>'
+        sides = relation_breaks(piece.tex)
+        if len(sides) == 1:
+            return f'<span class="m">{labelled_mathml(piece.tex)}</span>'
+        # a browser breaks no MathML: each side of an = is a formula of its own, so that a
+        # line may break after the =, as TeX breaks maths in a paragraph; read as one formula
+        shown = "<wbr>".join(f'<span class="m">{hidden_mathml(tex)}</span>' for tex in sides)
+        return f'<span role="math" aria-label="{html.escape(spoken(piece.tex))}">{shown}</span>'
 
     def bold(self, text: str) -> str:
         return f"<b>{text}</b>"
 
     def join(self, printed) -> str:
         return Markup("".join(printed))
+
+
+RELATION_OR_GROUP = re.compile(r"\\[{}]|\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|[{}]|=|\\approx(?![a-zA-Z])")
+
+
+def relation_breaks(tex: str) -> list[str]:
+    """TeX cut after each relation (=, ≈) outside braces and \\left ... \\right: the places
+    where a line of text may break in a formula. ``a = b`` is ``["a =", "b"]``."""
+    pieces, depth, start = [], 0, 0
+    for match in RELATION_OR_GROUP.finditer(tex):
+        token = match[0]
+        depth += (token in ("{", "\\left")) - (token in ("}", "\\right"))
+        if depth == 0 and token in ("=", "\\approx") and tex[match.end():].strip():
+            pieces.append(tex[start:match.end()].strip())
+            start = match.end()
+    return pieces + [tex[start:].strip()]
 
 
 class MoodlePrinter(HtmlPrinter):
@@ -185,6 +207,11 @@ def spoken(tex: str) -> str:
     for pattern, words in SPOKEN_TEXT:
         text = pattern.sub(words, text)
     return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def hidden_mathml(tex: str) -> str:
+    """MathML left out of the accessibility tree: a piece of a formula labelled as a whole."""
+    return mathml(tex).replace("<math>", '<math aria-hidden="true">', 1)
 
 
 def labelled_mathml(tex: str) -> str:

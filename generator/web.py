@@ -268,6 +268,15 @@ def widened_example(items, decimals: int) -> dict | None:
     return None
 
 
+def entry_chars(step, decimals: int) -> int:
+    """How many characters a grid's boxes hold: its longest entry as the key writes it (-0.5)
+    or as typed to the shown decimals (-0.5000), at least 4."""
+    def longest(n):
+        shown = fmt.decimal_text(n, decimals)
+        return max(len(shown), len(f"{n.value:.{decimals}f}") if "e" not in shown else 0)
+    return max([longest(n) for row in step.entries for n in row if n.value != -math.inf] + [4])
+
+
 def web_environment(decimals: int, user_templates: Path | None, prose: str):
     """The Markdown environment, escaping HTML, with prose printed for the page (MathML) or
     for Moodle (TeX for its MathJax filter)."""
@@ -296,8 +305,6 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str):
         grid_label=grid_label, written_symbol=written_symbol,
         widened_example=lambda items: widened_example(items, decimals))
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
-    # a grid's boxes are as wide as its longest key entry as shown (at least 4 characters)
-    environment.filters["entry_chars"] = lambda step: max([len(number(n)) for row in step.entries
-                                                           for n in row if n.value != -math.inf] + [4])
+    environment.filters["entry_chars"] = lambda step: entry_chars(step, decimals)
     environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)
     return environment

@@ -28,6 +28,7 @@ def pages(tmp_path_factory):
     root = tmp_path_factory.mktemp("ui")
     runs = {"medium": ["--seed", "42", "--count", "9", "--types", EVERY_TYPE],
             "hard": ["--seed", "5", "--count", "9", "--types", EVERY_TYPE, "--difficulty", "hard"],
+            "two-decimals": ["--seed", "42", "--count", "9", "--types", EVERY_TYPE, "--decimals", "2"],
             "integer": ["--seed", "42", "--count", "1", "--types", "full", "--weights", "integer"],
             "decimal": ["--seed", "42", "--count", "1", "--types", "full", "--weights", "decimal"]}
     for name, args in runs.items():
@@ -66,12 +67,16 @@ def open_page(browser):
 
 
 @functools.cache
-def key_texts(folder):
-    """Every grid's entries as the answer key shows them: {problem id: {data-step: rows}}."""
+def key_texts(folder, fixed=False):
+    """Every grid's entries as the answer key shows them (-0.5), or, ``fixed``, as a student
+    types them to the page's decimals (-0.5000): {problem id: {data-step: rows}}."""
+    problems = json.loads((folder / "problems.json").read_text())
+    decimals = problems["decimals"]
+    text = (lambda n: f"{n.value:.{decimals}f}") if fixed else (lambda n: decimal_text(n, decimals))
     texts = {}
-    for record in json.loads((folder / "problems.json").read_text())["problems"]:
+    for record in problems["problems"]:
         question = solve_checked(spec_from_record(record["spec"], record["id"]))
-        texts[record["id"]] = {f"{part.letter}{k}": [[decimal_text(n, 4) for n in row] for row in step.entries]
+        texts[record["id"]] = {f"{part.letter}{k}": [[text(n) for n in row] for row in step.entries]
                                for part in question.parts for k, step in enumerate(part.written)}
     return texts
 
@@ -111,16 +116,18 @@ def marked(table):
     return table.locator("[data-mark]").count()
 
 
-@pytest.mark.parametrize("level", ["medium", "hard"])
+@pytest.mark.parametrize("level", ["medium", "hard", "two-decimals"])
 def test_every_box_holds_its_key_entry_on_a_phone_and_at_200_percent(pages, open_page, level, tmp_path):
-    texts = key_texts(pages / level)
     page = open_page(pages / level / "practice.html")
-    for minus in ("-", "\u2212"):  # as the key prints it, and as copied from the page
+    # as the key prints it (-0.5), and to the shown decimals (-0.5000); with a hyphen, and with
+    # the minus sign copied from the page
+    for (fixed, minus) in [(False, "-"), (False, "\u2212"), (True, "-"), (True, "\u2212")]:
+        texts = key_texts(pages / level, fixed)
         page.evaluate(FILL_EVERY_BOX, {p: {s: [[t.replace("-", minus) for t in row] for row in rows]
                                            for s, rows in steps.items()} for p, steps in texts.items()})
         for name, width in WIDTHS.items():
             page.set_viewport_size({"width": width, "height": 900})
-            assert page.evaluate(CLIPPED) == [], (name, minus)
+            assert page.evaluate(CLIPPED) == [], (name, fixed, minus)
             assert page.evaluate("document.documentElement.scrollWidth") <= width
             # every column in view, none behind a scroll; at 320 px a hard page's five
             # columns of 7-character entries (-0.1234) cannot fit, and scroll in their grid
@@ -286,3 +293,38 @@ def test_print_puts_a_problem_on_each_page_and_keeps_grids_whole(pages, open_pag
     starts = [page_text.strip().split("\n")[0] for page_text in text.split("\f") if page_text.strip()]
     assert [line.split(":")[0] for line in starts if line.startswith("Problem")] == [
         f"Problem {n}" for n in range(1, 10)]
+
+
+OVERFLOWING = """(width) => [...document.querySelectorAll('section.problem')].flatMap((section) =>
+  [...section.children].filter((block) => !block.matches('.part, a.skip'))
+    .flatMap((block) => [block, ...block.querySelectorAll('*')])
+    .filter((el) => el.getBoundingClientRect().right > width + 0.5 || el.scrollWidth > el.clientWidth + 1)
+    .map((el) => `${section.dataset.problem} ${el.tagName} ${el.textContent.slice(0, 40)}`))"""
+
+
+@pytest.mark.parametrize("level", ["medium", "two-decimals"])
+def test_nothing_in_a_statement_overflows_on_a_phone(pages, open_page, level):
+    """A formula as wide as Attention(Q, K, V) = softmax(QKᵀ/√d_k + M)V breaks after its =."""
+    page = open_page(pages / level / "practice.html", viewport={"width": 320, "height": 900})
+    assert page.evaluate(OVERFLOWING, 320) == []
+
+
+MARKS_ON_DIGITS = """() => [...document.querySelectorAll('table.grid td[data-mark]')].filter((td) => {
+  const input = td.querySelector('input').getBoundingClientRect(), cell = td.getBoundingClientRect();
+  const mark = getComputedStyle(td, '::after');
+  const bottom = cell.top + parseFloat(mark.top) + parseFloat(mark.height)
+    + parseFloat(mark.borderTopWidth) + parseFloat(mark.borderBottomWidth);
+  const digitsTop = input.top + parseFloat(getComputedStyle(td.querySelector('input')).paddingTop) + 2;
+  return bottom > digitsTop;
+}).map((td) => td.querySelector('input').getAttribute('aria-label'))"""
+
+
+def test_a_mark_sits_above_its_box_digits(pages, open_page):
+    page = open_page(pages / "two-decimals" / "practice.html")
+    page.evaluate(FILL_EVERY_BOX, key_texts(pages / "two-decimals", True))
+    for button in page.locator(".part button.check").all():
+        button.click()
+    for name, width in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": 900})
+        assert page.locator("table.grid td[data-mark]").count() > 0
+        assert page.evaluate(MARKS_ON_DIGITS) == [], name
