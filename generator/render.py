@@ -329,6 +329,8 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
 
     return dict(sym=sym, input_of=input_of, formula=formula,
                 num=lambda n: fmt.latex_number(n, decimals), tex=fmt.exact_latex,
+                # a measured value (a float, not a step's entry) to the shown decimals
+                fixed=lambda x: f"{float(x):.{decimals}f}",
                 letter_index=lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter),
                 article=_article)
 

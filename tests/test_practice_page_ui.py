@@ -5,6 +5,7 @@ answers without JavaScript, print, long entries, shapes asked with a box, skip l
 
 import functools
 import json
+import re
 import subprocess
 
 import pytest
@@ -328,3 +329,11 @@ def test_a_mark_sits_above_its_box_digits(pages, open_page):
         page.set_viewport_size({"width": width, "height": 900})
         assert page.locator("table.grid td[data-mark]").count() > 0
         assert page.evaluate(MARKS_ON_DIGITS) == [], name
+
+
+def test_prompts_print_numbers_at_the_pages_decimals(pages):
+    """Not "Token 1's largest weight is 0.5065" on a page at 2 decimals."""
+    page = (pages / "two-decimals" / "practice.html").read_text(encoding="utf-8")
+    prompts = [re.sub(r"<[^>]+>", " ", h3) for h3 in re.findall(r"<h3>.*?</h3>", page, re.DOTALL)]
+    assert any("largest weight is" in prompt for prompt in prompts)
+    assert [prompt for prompt in prompts if re.search(r"\d\.\d{3}", prompt)] == []

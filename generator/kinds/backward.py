@@ -269,13 +269,13 @@ register(QuestionType(
     keys={"why-scale": answer_with_slips(), "ignored-key": answer_with_slips()},
     prompts={"why-scale": "{{ 'Query' if spec.cross else 'Token' }} {{ part.answer[0] + 1 }}'s "
                           "largest weight is "
-                          "${{ '%.4f' | format(part.answer[1]) }}$; without the scaling by "
-                          "$1/\\sqrt{d_k}$ it would be ${{ '%.4f' | format(part.answer[2]) }}$, "
+                          "${{ part.answer[1] | fixed }}$; without the scaling by "
+                          "$1/\\sqrt{d_k}$ it would be ${{ part.answer[2] | fixed }}$, "
                           "and its row of $\\mathrm{d}\\tilde{S}$ would "
-                          "add up (in size) to ${{ '%.4f' | format(part.answer[4]) }}$ instead of "
-                          "${{ '%.4f' | format(part.answer[3]) }}$. Why?",
+                          "add up (in size) to ${{ part.answer[4] | fixed }}$ instead of "
+                          "${{ part.answer[3] | fixed }}$. Why?",
              "ignored-key": "Key {{ part.answer[0] + 1 }} gets the least attention: its column of $A$ "
-                            "adds up to ${{ '%.4f' | format(part.answer[1]) }}$. What is true of row "
+                            "adds up to ${{ part.answer[1] | fixed }}$. What is true of row "
                             "{{ part.answer[0] + 1 }} of $\\mathrm{d}V$?",
              "drow": r"Now query {{ spec.row + 1 }} alone. {% if spec.places %}With $a$, row "
                      r"{{ spec.row + 1 }} of $A$ to {{ spec.places }} places as given above (work "
