@@ -201,12 +201,13 @@ def _bounded(error: np.ndarray) -> np.ndarray:
 # The common slips of each step the student works, for the practice page: a change to how its
 # step graph computes the step (its op, inputs or flags), and what the page says when a
 # student's grid is what that change gives.  ``sym`` prints a step's name as the paper does
-# (A, or A₁ in head 1); ``before`` gives the StepDef that computes a name, or None.
-def slips(step, sym, spec, before) -> list[tuple[dict, str]]:
+# (A, or A₁ in head 1); ``before`` gives the StepDef that computes a name, or None; ``whole``
+# is the spec of the whole question where the step is one head's (whose d_k is the head's).
+def slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
     """The common slips of ``step`` (a StepDef of a plan), each (change, what the page says)."""
     found = _product_slips(step, sym) if step.op in ("product", "blend") else []
     rule = SLIPS.get(step.op)
-    return found + (rule(step, sym, spec, before) if rule else [])
+    return found + (rule(step, sym, spec, before, whole) if rule else [])
 
 
 # Why a product is the way round it is, where a student most often turns it.
@@ -237,19 +238,28 @@ def _product_slips(step, sym) -> list[tuple[dict, str]]:
     return [(change(c), f"this is {said(c)}, not {right}") for c in turned]
 
 
-def _scaling(step, sym, spec, before):
+def _scaling(step, sym, spec, before, whole=None):
     me, of = sym(step.name), sym(step.inputs[0])
     if spec.scale is not None:
         return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {spec.scale}·{of}")]
-    return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {of}/√d_k"),
-            ({"factor": 1.0 / spec.d_k}, f"this divides by d_k: {me} = {of}/√d_k, by its square root"),
-            ({"factor": float(np.sqrt(spec.d_k))}, f"this multiplies by √d_k: {me} = {of}/√d_k")]
+    # a head's d_k first: dividing by √ of the whole model's d_k may be dividing by the head's d_k
+    found = [] if whole is None or whole.d_k == spec.d_k else [(
+        {"factor": float(1 / np.sqrt(whole.d_k))}, f"this divides by √{whole.d_k}, the whole model's "
+        f"d_k: a head's d_k is its own share, {spec.d_k}, so {me} = {of}/√{spec.d_k}")]
+    return found + [
+        ({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {of}/√d_k"),
+        ({"factor": 1.0 / spec.d_k}, f"this divides by d_k: {me} = {of}/√d_k, by its square root"),
+        ({"factor": float(np.sqrt(spec.d_k))}, f"this multiplies by √d_k instead of dividing by it: "
+                                               f"{me} = {of}/√d_k")]
 
 
-def _softmax(step, sym, spec, before):
+def _softmax(step, sym, spec, before, whole=None):
     me, of = sym(step.name), sym(step.inputs[0])
     found = [({"by_columns": True}, f"this is softmax down each column: it runs along each row "
-                                    f"of {of}, so that each row of {me} sums to 1")]
+                                    f"of {of}, so that each row of {me} sums to 1"),
+             ({"divided": False}, f"the exponentials are not divided by the row's sum: each entry "
+                                  f"of {me} is exp of {of}'s entry over the sum of its row's "
+                                  f"exponentials, so that each row of {me} sums to 1")]
     source = before(step.inputs[0])
     if source is not None and source.op == "masking":
         found.append(({"inputs": [source.inputs[0]]}, f"the mask is missing: where key j comes "
@@ -261,22 +271,30 @@ def _softmax(step, sym, spec, before):
     return found
 
 
-def _softmax_backward(step, sym, spec, before):
+def _softmax_backward(step, sym, spec, before, whole=None):
     me, a, da = sym(step.name), sym(step.inputs[0]), sym(step.inputs[1])
     return [({"rowsum": False}, f"the row-sum term is missing: {me}ᵢⱼ = {a}ᵢⱼ({da}ᵢⱼ − Σₖ {a}ᵢₖ{da}ᵢₖ), "
                                 f"not {a}ᵢⱼ{da}ᵢⱼ")]
 
 
-def _add(step, sym, spec, before):
+def _add(step, sym, spec, before, whole=None):
     whole = " + ".join(sym(n) for n in step.inputs)
     return [({"inputs": [n for n in step.inputs if n != left_out]},
              f"{sym(left_out)} is missing: {sym(step.name)} = {whole}") for left_out in step.inputs]
 
 
-def _concat(step, sym, spec, before):
+def _concat(step, sym, spec, before, whole=None):
     return [({"inputs": list(step.inputs[::-1])}, f"the heads are the wrong way round: {sym(step.name)} "
              f"= [{', '.join(sym(n) for n in step.inputs)}], head 1 on the left")]
 
 
+def _jacobian_slips(step, sym, spec, before, whole=None):
+    me, a = sym(step.name), sym(step.inputs[0])
+    return [({"off_diagonal_sign": 1}, f"the entries off the diagonal have the wrong sign: "
+                                       f"{me}ᵢⱼ = −{a}ᵢ{a}ⱼ for i ≠ j, and {me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ)"),
+            ({"diagonal": False}, f"the diagonal's {a}ᵢ is missing: {me} = diag({a}) − {a}ᵀ{a}, so "
+                                  f"{me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ), not −{a}ᵢ²")]
+
+
 SLIPS = {"scaling": _scaling, "softmax": _softmax, "softmax-backward": _softmax_backward,
-         "add": _add, "concat": _concat}
+         "add": _add, "concat": _concat, "jacobian": _jacobian_slips}

@@ -81,7 +81,8 @@ def practice_data(paper: Paper, decimals: int) -> dict:
     (``marking``: ``local`` when every input is the student's own, else ``chain``), the key's
     value of every step (for an earlier step left blank), the matrices the page shows as it
     shows them (``shown_inputs``), the step graph (``step_graph``) that carries a student's
-    own values forward and names each step's common slips, and each choice's answer."""
+    own values forward and names each step's common slips, and each choice's answer (and,
+    for "which key gets the most attention", the grid of weights it follows, ``top_choices``)."""
     problems = {}
     for problem in paper.problems:
         question = problem.question
@@ -101,8 +102,16 @@ def practice_data(paper: Paper, decimals: int) -> dict:
                       if "." not in step.name},
             "given": shown_inputs(question, decimals),
             "answers": {part.letter: part.item.answer for part in question.parts if part.item},
+            "top_of": top_choices(question),
         }
     return {"problems": problems}
+
+
+def top_choices(question) -> dict:
+    """The parts whose choice is the key with the most attention, each with the grid of the
+    weights it is read off: the page marks the choice against the student's own weights."""
+    return {part.letter: grid_name(part, 0, part.written[0]) for part in question.parts
+            if part.item and part.item.topic == "top-key" and part.written}
 
 
 def shown_inputs(question, decimals: int) -> dict:
@@ -190,7 +199,8 @@ def step_graph(question) -> dict:
                     "transpose": step.transpose, "transpose_left": step.transpose_left,
                     "by_columns": step.by_columns, "factor": _factor(step, solution.spec),
                     "slips": [_slip(change, says, named)
-                              for change, says in slips(step, sym, solution.spec, before)]}
+                              for change, says in slips(step, sym, solution.spec, before,
+                                                          question.spec if prefix else None)]}
     for pick in question.picks:
         graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
                             "columns": pick.columns,

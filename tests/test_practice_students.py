@@ -224,6 +224,14 @@ def mistakes(problem, typed: dict) -> list[tuple[str, np.ndarray, str]]:
     for name in typed:
         step, base = graph[name], name.rpartition(".")[2]
         ins = [have.get(i) for i in step["inputs"]]
+        says = " ".join(slip["says"] for slip in step["slips"])
+        if base == "weights":
+            found.append((name, np.exp(ins[0]), "the exponentials are not divided by the row's sum"))
+        if base in ("scaled", "dscores", "dscores_row") and "multiplies by √d_k" in says:
+            found.append((name, ins[0] / step["factor"], "this multiplies by √d_k instead of dividing"))
+        if base == "scaled" and "." in name and "whole model's d_k" in says:  # a head's
+            found.append((name, ins[0] * graph["scaled"]["factor"], "the whole model's d_k: a head's "
+                          f"d_k is its own share, {round(step['factor'] ** -2)}"))
         if base == "weights" and graph.get(step["inputs"][0], {}).get("op") == "masking":
             found.append((name, softmax(have[graph[step["inputs"][0]]["inputs"][0]]), "the mask is missing"))
         elif base == "weights":
@@ -247,7 +255,11 @@ def mistakes(problem, typed: dict) -> list[tuple[str, np.ndarray, str]]:
         elif name == "dQ":
             found.append((name, ins[0].T @ ins[1], "ᵀ K, not dQ = dS"))
         elif name == "jacobian":
+            a = ins[0][0]
             found.append((name, -OPS["jacobian"](step, ins[0]), "every entry has the wrong sign"))
+            found.append((name, np.diag(a) + np.outer(a, a) - 2 * np.diag(a * a),
+                          "the entries off the diagonal have the wrong sign"))
+            found.append((name, -np.outer(a, a), "the diagonal's aᵢ is missing"))
         elif name == "concat":
             found.append((name, np.hstack(ins[::-1]), "the heads are the wrong way round"))
         elif re.fullmatch(r"head1\.[QKV]", name):
@@ -280,4 +292,45 @@ def test_typical_mistakes_are_marked_wrong_and_said(pages, run):
             assert message in marks[f"{problem_id} ({letters[name]})"], (problem_id, name, marks)
             said.append(name.rpartition(".")[2])
             type_and_check(page, {problem_id: {name: right[name]}}, [])
-    assert {"A′", "O′", "weights", "dV", "dK", "dscaled", "Q", "concat"} <= set(said) and len(said) >= 20
+    assert {"A′", "O′", "weights", "dV", "dK", "dQ", "output", "dscaled", "dscores", "scaled", "Q",
+            "concat", "jacobian"} <= set(said) and len(said) >= 30
+
+
+# Choose an option of a part, press its Check, and read back how the option chosen is marked.
+CHOOSE_AND_CHECK = """([id, letter, choice]) => {
+  const part = document.querySelector(`section.problem[data-problem="${id}"] .part[data-part="${letter}"]`);
+  const radio = part.querySelector(`input[type=radio][value="${choice}"]`);
+  radio.checked = true;
+  radio.dispatchEvent(new Event("change", { bubbles: true }));
+  part.querySelector("button.check").click();
+  const label = radio.closest("label"), badge = label.querySelector(".choice-mark");
+  return { chosen: label.dataset.chosen || "", shown: badge ? badge.textContent : "",
+           said: radio.getAttribute("aria-description") || "",
+           badges: part.querySelectorAll(".choice-mark").length };
+}"""
+
+
+@needs_browser
+def test_the_top_key_is_marked_against_the_students_own_weights_and_the_choice_shows_its_mark(pages):
+    """Which key gets the most attention: against the key's weights while the grid is blank,
+    against the student's own once they typed them (a slip swapped two weights); the option
+    chosen shows ✓ or ✗, and says so to a screen reader."""
+    page, problems = pages[RUNS[1]]
+    decimals, asked = RUNS[1][1], 0
+    for problem_id, problem in problems.items():
+        for letter, grid in problem["top_of"].items():
+            key, blank = problem["answers"][letter], grids_of(problem)[grid]
+            other = (key + 1) % blank.shape[1]
+            choose = lambda k: page.evaluate(CHOOSE_AND_CHECK, [problem_id, letter, k])
+            type_and_check(page, {problem_id: {grid: [""] * blank.size}}, [])
+            assert choose(other) == {"chosen": "wrong", "shown": " ✗ your choice: wrong",
+                                     "said": "your choice: wrong", "badges": 1}
+            assert choose(key)["chosen"] == "right"
+            weights = work(problem, decimals, "precise")[grid]
+            weights[0, [key, other]] = weights[0, [other, key]]  # their slip: key `other` on top
+            type_and_check(page, {problem_id: {grid: texts(weights, blank, decimals)}}, [])
+            assert choose(key)["chosen"] == "wrong"
+            assert choose(other) == {"chosen": "right", "shown": " ✓ your choice: right",
+                                     "said": "your choice: right", "badges": 1}
+            asked += 1
+    assert asked

@@ -50,18 +50,22 @@
     const sum = e.reduce((s, x) => s + x, 0);
     return e.map((x) => x / sum);
   });
+  const exponentials = (m) => m.map((row) => row.map((x) => Math.exp(x)));
 
   // Each op of the step graph, as the engine computes it (on the student's numbers); a slip's
   // change may set a flag the engine never does (rowsum: false, the softmax backward row's
-  // dot product left out).
+  // dot product left out; divided: false, a softmax's exponentials not divided by their sum;
+  // off_diagonal_sign: 1 and diagonal: false, a Jacobian's slips).
   const OPS = {
     product: (step, a, b) => matmul(step.transpose_left ? transpose(a) : a, step.transpose ? transpose(b) : b),
     scaling: (step, a) => a.map((row) => row.map((x) => x * step.factor)),
     masking: (step, a) => a.map((row, i) => row.map((x, j) => (j > i ? -Infinity : x))),
-    softmax: (step, a) => (step.by_columns ? transpose(softmaxRows(transpose(a))) : softmaxRows(a)),
+    softmax: (step, a) => (step.divided === false ? exponentials(a)
+      : step.by_columns ? transpose(softmaxRows(transpose(a))) : softmaxRows(a)),
     blend: (step, a, b) => matmul(a, b),
     add: (step, ...terms) => terms[0].map((row, i) => row.map((_, j) => terms.reduce((s, t) => s + t[i][j], 0))),
-    jacobian: (step, a) => a[0].map((ai, i) => a[0].map((aj, j) => ai * ((i === j ? 1 : 0) - aj))),
+    jacobian: (step, a) => a[0].map((ai, i) => a[0].map((aj, j) => (i !== j ? (step.off_diagonal_sign || -1) * ai * aj
+      : (step.diagonal === false ? 0 : ai) - ai * aj))),
     "softmax-backward": (step, a, g) => a.map((row, i) => {
       const dot = step.rowsum === false ? 0 : row.reduce((s, x, k) => s + x * g[i][k], 0);
       return row.map((x, j) => x * (g[i][j] - dot));
@@ -148,10 +152,15 @@
 
   // What a wrong grid most likely is: one of its step's common slips (the step graph's
   // "slips", each a change to the step, worked from the same values as the step itself and
-  // said in the paper's symbols), else a pattern any step can show.
+  // said in the paper's symbols), else a pattern any step can show. A slip that makes the
+  // grid's numbers larger (times √d_k, exponentials not divided) widens the tolerance so.
   function diagnosis(section, problem, step, typed, expected, tolerance) {
-    const fits = (values) => values.length === typed.length && values.every((row, i) =>
-      row.length === typed[i].length && row.every((x, j) => within(typed[i][j], x, tolerance[i][j])));
+    const largest = (m) => Math.max(0, ...m.flat().filter(Number.isFinite).map(Math.abs));
+    const fits = (values) => {
+      const widen = Math.max(1, largest(values) / (largest(expected) || Infinity));
+      return values.length === typed.length && values.every((row, i) => row.length === typed[i].length
+        && row.every((x, j) => within(typed[i][j], x, tolerance[i][j] * widen)));
+    };
     for (const slip of (step && step.slips) || []) {
       const theirs = fromOwnValues(section, problem, { ...step, ...slip.change });
       if (theirs && fits(theirs.values)) return slip.says;
@@ -178,10 +187,47 @@
       ? `every entry is ${ratio.toFixed(3)} times the right one: check the scaling` : null;
   }
 
-  function checkChoice(part, problem) {
+  // The right choices of a part: its answer; or, where it asks which key gets the most
+  // attention and the student has typed the weights, the largest of their own (carried forward).
+  function rightChoices(section, part, problem) {
+    const grid = (problem.top_of || {})[part.dataset.part];
+    const table = grid && section.querySelector(`table.grid[data-name="${CSS.escape(grid)}"]`);
+    const mine = table && readGrid(table);
+    if (!mine) return [problem.answers[part.dataset.part]];
+    const top = Math.max(...mine[0]);
+    return mine[0].flatMap((x, k) => (x === top ? [k] : []));
+  }
+
+  // A choice is marked on the option chosen: a ✓ or ✗ beside it (in green or red, bold), said
+  // to screen readers too (data-chosen, not data-mark: that one draws a box's corner mark).
+  function markChoice(label, mark) {
+    let badge = label.querySelector(".choice-mark");
+    if (!mark) { if (badge) badge.remove(); delete label.dataset.chosen; return; }
+    if (!badge) { badge = document.createElement("span"); badge.className = "choice-mark"; label.append(badge); }
+    label.dataset.chosen = mark;
+    badge.style.fontWeight = "700";
+    badge.style.color = mark === "right" ? "#1b5e20" : "#b71c1c";
+    badge.textContent = "";
+    const said = document.createElement("span");
+    said.className = "visually-hidden";
+    said.textContent = mark === "right" ? " your choice: right" : " your choice: wrong";
+    badge.append(mark === "right" ? " \u2713" : " \u2717", said);
+    label.querySelector("input").setAttribute("aria-description", said.textContent.trim());
+  }
+
+  function unmarkChoices(part) {
+    part.querySelectorAll("fieldset label").forEach((label) => {
+      markChoice(label, null);
+      label.querySelector("input").removeAttribute("aria-description");
+    });
+  }
+
+  function checkChoice(section, part, problem) {
     const chosen = part.querySelector("input[type=radio]:checked");
-    const answer = problem.answers[part.dataset.part];
-    return [chosen && Number(chosen.value) === answer ? 1 : 0, 1];
+    const ok = chosen !== null && rightChoices(section, part, problem).includes(Number(chosen.value));
+    unmarkChoices(part);
+    if (chosen) markChoice(chosen.closest("label"), ok ? "right" : "wrong");
+    return [ok ? 1 : 0, 1];
   }
 
   function check(part, quiet) {
@@ -194,7 +240,7 @@
       right += r; total += t; unread += u;
     });
     if (part.querySelector("input[type=radio]")) {
-      const [r, t] = checkChoice(part, problem);
+      const [r, t] = checkChoice(section, part, problem);
       right += r; total += t;
     }
     part.querySelectorAll("input.shape").forEach((input) => {
@@ -281,6 +327,7 @@
     if (!part.dataset.state) return;  // never checked: no marks to take back
     part.dataset.state = part.dataset.state === "edited" ? "edited" : why;
     part.dataset.score = "0";
+    unmarkChoices(part);
     part.querySelector(".marks").textContent = part.dataset.state === "edited" ? "changed since Check"
       : "an earlier answer changed: press Check again";
     noteOf(part).textContent = "";
@@ -388,6 +435,7 @@
     document.querySelectorAll(".message, .grid-note").forEach((note) => { note.textContent = ""; });
     document.querySelectorAll(".part").forEach((part) => {
       delete part.dataset.state;
+      unmarkChoices(part);
       part.dataset.score = "0";
       part.querySelector(".marks").textContent = "";
     });
