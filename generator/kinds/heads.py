@@ -8,7 +8,7 @@ from dataclasses import replace
 from ..engine import Step, run, solve
 from ..questions import Part, Pick, Question, given_steps, lettered
 from ..spec import MAX_DIMENSION, ProblemSpec, one_based
-from ..steps import REGISTRY, given_def
+from ..steps import REGISTRY, given_def, register as register_step
 from ..worthiness import heads_are_readable
 from . import GIVEN, SHOWN, QuestionType, register
 from .places import read_places, short_places, to_places
@@ -53,6 +53,10 @@ def heads_question(spec) -> Question:
                     picks=tuple(split_pick(step, h) for h in asked for step in (q, k, v)))
 
 
+# C to a few places (no calculator), the given the projection then works from: written C
+register_step(given_def("concat_short", "C"), pipeline=False)
+
+
 def short_projection(spec, concat, w_o):
     """Without a calculator (``places``): Y = C W_O worked exactly from C with every entry
     (O_1 and O_2) rounded to ``places``, so that each product is a short decimal times a small
@@ -60,7 +64,7 @@ def short_projection(spec, concat, w_o):
     short = Step("concat_short", f"C (to {spec.places} places)", "given",
                  tuple(to_places(row, spec.places) for row in concat.entries))
     projected = replace(REGISTRY["projected"], inputs=("concat_short", "W_O"))
-    return run((given_def("concat_short", "C"), REGISTRY["W_O"], projected), spec,
+    return run((REGISTRY["concat_short"], REGISTRY["W_O"], projected), spec,
                known={"concat_short": short, "W_O": w_o})
 
 
