@@ -40,6 +40,7 @@ class Hint:
     how: str  # prose
     symbols: dict = field(default_factory=dict)  # the values its prose reads: a, b, row, col
     first: str = ""  # the first entry's working, as plain text
+    title: str = ""  # prose naming the step, where its formula would not (Q_2, A′)
 
 
 def hint_of(question, step, head: int | None, decimals: int, table_places: int | None = None) -> Hint:
@@ -55,6 +56,34 @@ def hint_of(question, step, head: int | None, decimals: int, table_places: int |
                 return Hint(HOW[step_def.op], symbols,
                             first_working(step, step_def, head, decimals, table_places))
     return Hint(PICKED)
+
+
+def pick_hint(pick, source_symbol: str, symbol: str) -> Hint:
+    """How a matrix read off another is read: which rows and columns of ``source_symbol``, in
+    what order (a head's block of Q's columns; A′ = PAPᵀ, both rows and columns swapped)."""
+    moved_rows = list(pick.rows) != list(range(len(pick.rows)))
+    moved_columns = list(pick.columns) != list(range(len(pick.columns)))
+    if not moved_rows:
+        how = (f"columns {_span(pick.columns)} of ${source_symbol}$, every row."
+               if _consecutive(pick.columns) else
+               f"the columns of ${source_symbol}$ in the order {_listed(pick.columns)}.")
+    else:
+        how = f"the rows of ${source_symbol}$ in the order {_listed(pick.rows)}" + (
+            f", and its columns in the order {_listed(pick.columns)}." if moved_columns
+            else "; each row keeps its entries.")
+    return Hint(how, title=f"${symbol}$")
+
+
+def _consecutive(indices) -> bool:
+    return list(indices) == list(range(indices[0], indices[0] + len(indices)))
+
+
+def _span(indices) -> str:
+    return f"{indices[0] + 1} to {indices[-1] + 1}" if len(indices) > 1 else f"{indices[0] + 1}"
+
+
+def _listed(indices) -> str:
+    return ", ".join(str(i + 1) for i in indices)
 
 
 def first_working(step, step_def, head: int | None, decimals: int,

@@ -109,8 +109,9 @@ class HtmlPrinter(Printer):
         if len(sides) == 1:
             return f'<span class="m">{labelled_mathml(piece.tex)}</span>'
         # a browser breaks no MathML: each side of an = is a formula of its own, so that a
-        # line may break after the =, as TeX breaks maths in a paragraph; read as one formula
-        shown = "<wbr>".join(f'<span class="m">{hidden_mathml(tex)}</span>' for tex in sides)
+        # line may break after the =, as TeX breaks maths in a paragraph; read as one formula.
+        # The break is a zero-width space, not <wbr>: Canvas's sanitiser drops a <wbr> tag.
+        shown = "\u200b".join(f'<span class="m">{hidden_mathml(tex)}</span>' for tex in sides)
         return f'<span role="math" aria-label="{html.escape(spoken(piece.tex))}">{shown}</span>'
 
     def bold(self, text: str) -> str:

@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from . import formatting as fmt
 from .paper import DocumentInfo, Paper
 from . import steps
-from .hints import hint_of
+from .hints import hint_of, pick_hint
 from .prose import mathml, spoken
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
 from .marking import Tolerances, slips
@@ -242,6 +242,17 @@ def plain_symbol(name: str) -> str:
 
 STRONG = re.compile(r"\*\*(.+?)\*\*")
 
+def page_hint(question, step, part, info, decimals: int):
+    """A step's hint: read off another matrix (a head's block, the swapped weights) as its
+    pick says, else from the op that computes it."""
+    index = part.written.index(step) if step in part.written else 0
+    pick = next((p for p in question.picks if p.name == grid_name(part, index, step)), None)
+    if pick is not None:
+        return pick_hint(pick, steps.symbol(pick.source), written_symbol(part, index, step))
+    return hint_of(question, step, part.head, decimals,
+                   info.table_places if info.exponent_table else None)
+
+
 def grid_name(part, index: int, step) -> str:
     """The name a step's grid goes by on the page; each head's steps are head1.scores, ...,
     so that a head's later steps can be marked against the student's own earlier ones."""
@@ -254,6 +265,14 @@ def written_symbol(part, index: int, step) -> str:
     """The symbol (TeX) of a step a part asks: as the part shows it (A', Q_1), else the step's
     own, with its head's number (S_1)."""
     return part.shown_as[index] if part.shown_as else steps.symbol(step.name, part.head)
+
+
+def first_row(step) -> int:
+    """The row of its matrix a one-row step is (a row question's row 3 of S̃ and A), as its
+    working numbers it; 0 for a whole matrix."""
+    if step.shape[0] != 1 or not step.working:
+        return 0
+    return getattr(step.working[0], "row", 0)
 
 
 def grid_label(problem, part, index: int, step) -> str:
@@ -310,9 +329,8 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str):
     environment.tests["masked"] = lambda num: num.value == float("-inf")
     environment.globals["grid_name"] = grid_name
     environment.globals.update(
-        hint_of=lambda question, step, part, info: hint_of(
-            question, step, part.head, decimals, info.table_places if info.exponent_table else None),
-        grid_label=grid_label, written_symbol=written_symbol,
+        hint_of=lambda question, step, part, info: page_hint(question, step, part, info, decimals),
+        grid_label=grid_label, written_symbol=written_symbol, first_row=first_row,
         widened_example=lambda items: widened_example(items, decimals))
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
     environment.filters["entry_chars"] = lambda step: entry_chars(step, decimals)
