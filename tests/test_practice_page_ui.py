@@ -337,3 +337,17 @@ def test_prompts_print_numbers_at_the_pages_decimals(pages):
     prompts = [re.sub(r"<[^>]+>", " ", h3) for h3 in re.findall(r"<h3>.*?</h3>", page, re.DOTALL)]
     assert any("largest weight is" in prompt for prompt in prompts)
     assert [prompt for prompt in prompts if re.search(r"\d\.\d{3}", prompt)] == []
+
+
+def test_a_row_questions_note_names_the_row_it_is(pages, open_page):
+    """A row question's one row is row 3 of A (say): its boxes and its note under the grid
+    say row 3, not row 1 of a one-row grid."""
+    page = open_page(pages / "medium" / "practice.html")
+    table = page.locator("table.grid[data-first-row]").first
+    row = int(table.get_attribute("data-first-row")) + 1
+    assert row > 1
+    assert table.locator("input").first.get_attribute("aria-label").endswith(f"row {row}, column 1")
+    table.locator("input").first.fill("9")
+    table.locator("xpath=ancestor::*[contains(@class, 'part')][1]").locator("button.check").click()
+    note = table.locator("xpath=ancestor::*[contains(@class, 'scroll')][1]/following-sibling::*[1]")
+    assert note.text_content() == f"\u2717 too high: row {row}, column 1."

@@ -278,9 +278,10 @@
   // "too high" and "too low", said under the grid, not only in a tooltip.
   function sayHighAndLow(table) {
     const said = { "too high": [], "too low": [] };
+    const first = Number(table.dataset.firstRow || 0);  // a row question's one row is row 3
     table.querySelectorAll("tr").forEach((tr, i) => tr.querySelectorAll("td").forEach((td, j) => {
       const input = td.querySelector("input.wrong");
-      if (input && said[input.title]) said[input.title].push(`row ${i + 1}, column ${j + 1}`);
+      if (input && said[input.title]) said[input.title].push(`row ${first + i + 1}, column ${j + 1}`);
     }));
     const text = Object.entries(said).filter(([, cells]) => cells.length)
       .map(([how, cells]) => `${how}: ${cells.slice(0, 6).join("; ")}${cells.length > 6 ? ` and ${cells.length - 6} more` : ""}`)
