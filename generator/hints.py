@@ -88,9 +88,21 @@ def _listed(indices) -> str:
 
 def first_working(step, step_def, head: int | None, decimals: int,
                   table_places: int | None = None) -> str:
-    """The working of a step's first entry (or row), with the key's numbers."""
+    """The working of a step's first entry (or row), with the key's numbers; where they carry
+    more places than the page shows, the hint says so beside them."""
     if not step.working:
         return ""
+    working = _first_working(step, step_def, head, decimals, table_places)
+    places = fmt.working_places(step.working[0], decimals)
+    if working and places > decimals and step.kind != "softmax":
+        working += (f" (The key works from {places} places, more than the {decimals} shown, so "
+                    "that the line adds up; from the shown values you may differ in the last "
+                    "digit, which is marked right.)")
+    return working
+
+
+def _first_working(step, step_def, head: int | None, decimals: int,
+                   table_places: int | None = None) -> str:
     line = step.working[0]
     places = fmt.working_places(line, decimals)
     text = lambda n: fmt.decimal_text(n, places)  # noqa: E731 (an operand, as the key writes it)

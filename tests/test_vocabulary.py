@@ -239,7 +239,7 @@ def test_every_hint_line_adds_up_from_the_numbers_it_prints(run):
     for hint in hints:
         if " First: " not in hint:
             continue
-        first = hint.split(" First: ", 1)[1].removesuffix(".")
+        first = hint.split(" First: ", 1)[1].split(" (The key works", 1)[0].removesuffix(".")
         if first.startswith("Row "):
             assert exponentials_add_up(first), hint
             assert first in working  # the Reveal's own numbers
