@@ -20,7 +20,8 @@ HOW = {
     "product": "entry (1, 1) is {{ row }} 1 of ${{ a }}$ dotted with {{ col }} 1 of ${{ b }}$; "
                "the others likewise.",
     "blend": "row 1 adds up the rows of ${{ b }}$, each times its weight in row 1 of ${{ a }}$.",
-    "scaling": "multiply every entry of ${{ a }}$ by the same factor.",
+    "scaling": "scale every entry of ${{ a }}$ alike: divide it by $\\sqrt{d_k}$ (or multiply it "
+               "by the scale the problem gives).",
     "masking": r"copy ${{ a }}$, then write $-\infty$ wherever key $j$ comes after query $i$.",
     "softmax": "$e$ to the power of each entry of a row of ${{ a }}$, add them up, divide each "
                "by the sum.",

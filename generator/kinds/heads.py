@@ -146,8 +146,9 @@ register(QuestionType(
                       r"K_{{ spec.head }}, V_{{ spec.head }}$ out of $Q$, $K$ and $V$.{% else %}Split $Q$, "
                       r"$K$ and $V$ into the heads' matrices $Q_1, K_1, V_1$ and $Q_2, K_2, V_2$."
                       r"{% endif %}",
-             "head": r"{{ part.label }}: compute its scores $Q_h K_h^{\top}$,{% if not spec.unscaled %}"
-                     r" scaled scores,{% endif %} attention weights and output $O_h$.",
+             "head": r"{{ part.label }}: compute its scores $Q_{{ part.head }} K_{{ part.head }}^{\top}$,"
+                     r"{% if not spec.unscaled %} scaled scores,{% endif %} attention weights and "
+                     r"output $O_{{ part.head }}$.",
              "projected": r"Project the concatenation{% if spec.places %}, with $O_1$ and $O_2$ to "
                           r"{{ spec.places }} places ($C$ rounded to {{ spec.places }} places: work "
                           r"from it exactly){% endif %}: $Y = C\, W_O$. What is its shape?"},
