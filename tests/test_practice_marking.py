@@ -54,7 +54,7 @@ def test_heads_grids_and_inputs_say_which_head(site):
     with browser_page(site / "practice.html") as page:
         split = page.locator("section.problem[data-problem=M42-6] .part").nth(1)
         captions = split.locator("caption").all_text_contents()
-        assert [c.split("(")[1].split(")")[0] for c in captions] == ["head 1"] * 3 + ["head 2"] * 3
+        assert [c.split("(")[1].split(")")[0] for c in captions] == ["Head 1"] * 3 + ["Head 2"] * 3
         assert not any("given" in c for c in captions)
         first = split.locator("table.grid[data-name='head2.K'] input").first
         assert first.get_attribute("aria-label") == "Problem 6 (b), K sub 2, row 1, column 1"

@@ -149,7 +149,9 @@ TYPE_AND_CHECK = """([entries, parts]) => {
     const section = document.querySelector(`section.problem[data-problem="${id}"]`);
     for (const [name, values] of Object.entries(grids)) {
       const inputs = section.querySelectorAll(`table.grid[data-name="${CSS.escape(name)}"] td input`);
-      const typed = values.filter((x) => x !== null);
+      // the masking step has a box for each −∞ (typed -inf); later steps show it, no box
+      const typed = inputs.length === values.length ? values.map((x) => (x === null ? "-inf" : x))
+        : values.filter((x) => x !== null);
       if (inputs.length !== typed.length) throw new Error(`${id} ${name}: ${inputs.length} boxes`);
       inputs.forEach((input, k) => {
         input.value = typed[k];
