@@ -343,6 +343,7 @@ def quotient_form(line, places: int) -> QuotientForm | None:
 
 
 def _decimal_text(value: Decimal) -> str:
+    """An exact decimal with no trailing zeros: 9.03778, 14.77812, 2."""
     text = f"{value:f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
@@ -428,8 +429,7 @@ def printed_sum(nums, places: int) -> str:
     total = sum((Decimal(decimal_text(n, places)) for n in nums if n is not None), Decimal(0))
     if abs(total) >= SCIENTIFIC_FROM:  # exponentials of big scores, printed as 1.2346e+08
         return f"{total:.{places}e}"
-    text = f"{total:f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return _decimal_text(total)
 
 
 def _sum_of_products(*numbers: Decimal) -> Decimal:

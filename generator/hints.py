@@ -93,8 +93,8 @@ def first_working(step, step_def, head: int | None, decimals: int,
     more places than the page shows, the hint says so beside them."""
     if not step.working:
         return ""
-    working = _first_working(step, step_def, head, decimals, table_places)
     places = fmt.working_places(step.working[0], decimals)
+    working = _first_working(step, step_def, head, decimals, places, table_places)
     if working and places > decimals and step.kind != "softmax":
         working += (f" (The key works from {places} places, more than the {decimals} shown, so "
                     "that the line adds up; from the shown values you may differ in the last "
@@ -102,10 +102,9 @@ def first_working(step, step_def, head: int | None, decimals: int,
     return working
 
 
-def _first_working(step, step_def, head: int | None, decimals: int,
+def _first_working(step, step_def, head: int | None, decimals: int, places: int,
                    table_places: int | None = None) -> str:
     line = step.working[0]
-    places = fmt.working_places(line, decimals)
     text = lambda n: fmt.decimal_text(n, places)  # noqa: E731 (an operand, as the key writes it)
     # the line's own place: a row question's one row is row 3 of S̃, not row 1
     entry = f"{fmt.plain_entry_symbol(step.name, head)}[{line.row + 1},{getattr(line, 'col', 0) + 1}]"

@@ -247,7 +247,6 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
         symbol=lambda name, head=None: NoEscape(steps.symbol(name, head)),
         maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1)
         # a command may wrap after a space or a slash of a long path, never run off the page
-        breakable=lambda text: NoEscape(_escape_untrusted(text).replace("/", r"/\allowbreak{}")),
         shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),

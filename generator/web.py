@@ -21,7 +21,7 @@ from . import formatting as fmt
 from .paper import DocumentInfo, Paper
 from . import steps
 from .hints import hint_of, pick_hint
-from .prose import mathml, spoken
+from .prose import mathml, plain_maths, spoken
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
 from .marking import Tolerances, slips
 from .teacher_text import cloze_literal
@@ -233,9 +233,7 @@ SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 def plain_symbol(name: str) -> str:
     """A step's symbol as the page's messages print it, in plain text: S̃, dA, A₁ (head 1's)."""
     prefix, _, base = name.rpartition(".")
-    text = re.sub(r"\\(tilde|hat)\{(\w)\}", lambda m: m[2] + ("\u0303" if m[1] == "tilde" else "\u0302"),
-                  steps.symbol(base))
-    text = re.sub(r"\\mathrm\{(.*?)\}", r"\1", text).replace("{", "").replace("}", "")
+    text = plain_maths(steps.symbol(base))
     head = re.fullmatch(r"head(\d+)", prefix)
     return text + head[1].translate(SUBSCRIPTS) if head else text
 
