@@ -174,3 +174,10 @@ def test_the_keys_redraw_command_pastes_back_as_it_was(tmp_path, run_cli):
     text = " ".join(PdfReader(tmp_path / "answers.pdf").pages[0].extract_text().split())
     pasted = text[text.index("drawn again by") + len("drawn again by "):][:len(command)]
     assert pasted == " ".join(command.split())  # the title's own quotes may be typeset curly
+
+
+def test_a_heads_note_names_the_heads_values_as_maths(tmp_path, run_cli):
+    """'Reading the output' of head 1 reads rows of V₁, typeset, not the text V_{1}."""
+    assert run_cli("--types", "heads", "--count", 1, "--seed", 3, "--out", tmp_path)[0] == 0
+    key = (tmp_path / "answers.tex").read_text()
+    assert "mixes the rows of $V_{1}$" in key and r"V\_" not in key
