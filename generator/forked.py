@@ -239,14 +239,14 @@ class _Reducers(dict):
 
 
 def _reducer_for(kind: type):
-    if kind in (Add, Mul):  # its arguments as they were, in their order, and (known) whether
-        return lambda obj: (_operation, (kind, obj._args, obj.is_commutative))  # they commute
-    if kind is Rational:  # in lowest terms already: not reduced again
-        return lambda obj: (_rational, (obj.p, obj.q))
+    # Only sympy's public API: an expression's ``args``, and constructors told not to
+    # evaluate (``evaluate=False``); a Rational's gcd of terms already lowest is cheap.
+    if kind in (Add, Mul, Pow):  # its arguments as they were, in their order
+        return lambda obj: (_unevaluated, (kind, obj.args))
+    if kind is Rational:
+        return lambda obj: (Rational, (obj.p, obj.q))
     if kind is exp:
-        return lambda obj: (exp_as_written, obj._args)
-    if kind is Pow:
-        return lambda obj: (_unevaluated, (kind, obj._args))
+        return lambda obj: (exp_as_written, obj.args)
     if _slotted_record(kind):
         fields = attrgetter(*kind.__slots__)
         if len(kind.__slots__) == 1:
@@ -263,14 +263,6 @@ def _slotted_record(kind: type) -> bool:
         return False
     fields = dataclasses.fields(kind)
     return kind.__slots__ == tuple(field.name for field in fields) and all(f.init for f in fields)
-
-
-def _operation(kind, args, commutative):
-    return kind._from_args(args, commutative)
-
-
-def _rational(p, q):
-    return Rational._new(p, q, 1)
 
 
 def _unevaluated(kind, args):
