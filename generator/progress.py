@@ -38,6 +38,9 @@ class RunProgress:
             self.beat.start()
         else:
             from tqdm import tqdm  # imported only for a terminal: it is a tenth of a short run
+            # No monitor thread: a run forks (``forked``), and a thread alive at a fork may
+            # hold a lock the child then never sees let go.
+            tqdm.monitor_interval = 0
             self.bar = tqdm(total=self.total, desc="solving",
                             unit="step", leave=False, delay=1.0, file=sys.stderr,
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")

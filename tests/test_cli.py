@@ -265,3 +265,22 @@ def test_a_long_run_into_a_pipe_says_now_and_then_how_far_it_is(tmp_path, run_cl
     assert all(re.fullmatch(r"gen-problems: (solving|writing|saving), \d+% done after \d+ s", line)
                for line in lines[:-1]), err
     assert "\r" not in err
+
+
+def test_a_run_on_a_terminal_forks_with_no_progress_thread_alive(tmp_path, monkeypatch):
+    """On a terminal the bar is tqdm's; tqdm's monitor thread would be alive at the forks of a
+    large run (a lock it holds stays held in the child), so the bar has none."""
+    import io
+    import threading
+
+    from generator import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with progress.RunProgress(3, 2, False) as bar:
+        bar.solved()
+        assert [t.name for t in threading.enumerate() if t is not threading.main_thread()
+                and "monitor" in type(t).__name__.lower()] == []
