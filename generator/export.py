@@ -4,8 +4,8 @@ For each problem: its id, type, spec (numbers as JSON numbers where they are
 integers or short decimals, exact strings such as "sqrt(2)/2" otherwise; the
 spec can be solved again with --spec), its parts with their marks, and every
 step as full-precision floats (a masked entry is null) with the exact form of
-each entry alongside.  Steps of a flawed worked solution are named ``flawed.*``,
-of the recomputation after a swap ``swapped.*``, of each head ``head1.*``, ...
+each entry alongside.  Steps of a type's further solutions are named by their prefix
+(``Question.extra``): ``flawed.*`` of a flawed worked solution, ``head1.*`` of a head, ...
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import sympy
 from .exact import to_float
 from .exam_record import run_record
 from .formatting import exact_text
+from .kinds import TYPES
 from .paper import Paper
 from .questions import Question
 from .spec import ProblemSpec
@@ -153,18 +154,9 @@ def spec_record(spec: ProblemSpec) -> dict:
         record["title"] = spec.title
     if spec.question != "full":
         record["type"] = spec.question
-    if spec.row is not None:
-        record["row"] = spec.row + 1
-    if spec.swap is not None:
-        record["swap"] = [token + 1 for token in spec.swap]
-    if spec.mistake is not None:
-        record["mistake"] = spec.mistake
-    if spec.head is not None:
-        record["head"] = spec.head
-    if spec.ask is not None:
-        record["ask"] = list(spec.ask)
-    if spec.places is not None:
-        record["places"] = spec.places
+    for param in TYPES[spec.question].params:  # each as the type's Param writes it, in its order
+        if spec.params.get(param.name) is not None:
+            record[param.name] = param.write(spec.params[param.name])
     return record
 
 

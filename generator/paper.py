@@ -42,7 +42,6 @@ SECONDS = {
     "choice": (60, 60),            # a multiple-choice checkpoint
     "explanation": (120, 120),     # a sentence or two of why
 }
-EXPLAINED = ("permute-why", "mistake-find")  # parts answered in words, whatever steps they show
 
 
 def seconds(what: str, calculator: bool = True) -> int:
@@ -53,7 +52,7 @@ def part_seconds(part, calculator: bool = True) -> int:
     """How long a part takes by hand: the sum over what its steps ask the student to write.
     It follows from the steps' shapes alone (and which entries a mask hides, and which
     factors are weights or gradients), so every version of a problem takes as long."""
-    if part.task in EXPLAINED:
+    if part.explained:
         return seconds("explanation", calculator)
     if not part.steps:
         return seconds("choice", calculator)
@@ -116,7 +115,7 @@ def writing_lines(part, calculator: bool = True) -> int:
     rates (without a calculator the sums and quotients are written out: more room): a line
     for every 20 seconds of writing, 3 to 36 lines, and never fewer than its tallest matrix
     and two; 2 for a choice, 6 for an explanation."""
-    if part.task in EXPLAINED:
+    if part.explained:
         return 6
     if not part.steps or not part.grids:
         return 2

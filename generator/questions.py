@@ -10,7 +10,8 @@ only chooses which steps go where.  The helpers here are shared by the types.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 import numpy as np
 
@@ -40,6 +41,7 @@ class Part:
     # student's right steps before the mistake): shown beside the grids, never retyped.
     kept: tuple[Step, ...] = ()
     grids: bool = True  # the student writes the steps out (else they are the key's: a choice asks)
+    explained: bool = False  # answered in words (why, what went wrong), whatever steps it shows
 
     @property
     def written(self) -> tuple[Step, ...]:
@@ -55,6 +57,9 @@ class Part:
         return ((list(self.step_marks) if self.step_marks and steps == self.steps else [1] * len(steps))
                 + ([1] if self.item else []))
     grid_names: tuple[str, ...] = ()  # its steps' names on the practice page, where not their own
+    # The solution whose plan its steps follow (a head's), where not the question's: its
+    # formulas read their inputs there (softmax of the scaled or of the masked scores).
+    solution: Solution | None = field(default=None, compare=False, repr=False)
 
     @property
     def asks_shape(self) -> bool:
@@ -92,10 +97,9 @@ class Question:
     solution: Solution  # the right solution of the problem as given
     given: tuple[Step, ...]  # the matrices the statement gives
     parts: tuple[Part, ...]
-    flawed: Solution | None = None  # mistake: the worked solution with the mistake in it
-    recomputed: Solution | None = None  # permute: solved again after the swap
-    heads: tuple[Solution, ...] = ()  # heads: one solution per head
-    combined: Solution | None = None  # heads: the heads' outputs concatenated and projected
+    # Further solutions its type works out (a worked solution with a mistake in it, each
+    # head's), by the prefix their steps take in problems.json (flawed.weights, head1.scores).
+    extra: Mapping[str, Solution] = field(default_factory=dict)
     # Matrices the statement shows besides the given ones: (caption prose, step name, step).
     shown: tuple[tuple[str, str, Step], ...] = ()
     # The solutions whose steps the student works, each with the prefix its steps' grids
@@ -118,14 +122,14 @@ class Question:
 
     def solutions(self) -> list[Solution]:
         """Every solution inside the question, each with the plan it was computed by."""
-        found = [self.solution, self.recomputed, *self.heads, self.combined, self.flawed,
-                 *(solution for _, solution in self.worked)]
-        return list({id(s): s for s in found if s is not None}.values())
+        found = [self.solution, *self.extra.values(), *(solution for _, solution in self.worked)]
+        return list({id(s): s for s in found}.values())
 
     def named_steps(self) -> dict[str, Step]:
         """Every step of the question under a unique name, for the JSON output: the
-        solution's by their own names, the others prefixed (flawed.weights, head1.scores,
-        swapped.output, row-scaled.scaled, given.scores) where a name is taken."""
+        solution's by their own names, an extra solution's by its prefix (flawed.weights,
+        head1.scores), the others prefixed (row-scaled.scaled, given.scores) where a name is
+        taken."""
         steps: dict[str, Step] = {}
 
         def add(step: Step, prefix: str, always: bool = False) -> None:
@@ -137,9 +141,8 @@ class Question:
             add(step, "")
         for step in self.given:
             add(step, "given")
-        for prefix, solution in (("flawed", self.flawed), ("swapped", self.recomputed),
-                                 *((f"head{h}", head) for h, head in enumerate(self.heads, 1))):
-            for step in solution.steps if solution else ():
+        for prefix, solution in self.extra.items():
+            for step in solution.steps:
                 add(step, prefix, always=True)
         for part in self.parts:
             for step in part.steps:

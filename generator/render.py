@@ -315,8 +315,8 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
 
     @jinja2.pass_context
     def input_of(context, name: str) -> str:
-        question, head = context.get("question"), head_of(context)
-        solution = question.heads[head - 1] if head else question.solution
+        question, part = context.get("question"), context.get("part")
+        solution = getattr(part, "solution", None) or question.solution
         return next((step.inputs[0] for step in solution.plan if step.name == name),
                     steps.REGISTRY[name].inputs[0])
 

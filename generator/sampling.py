@@ -92,7 +92,7 @@ def form_of(spec: ProblemSpec, form: Form | None = None) -> Form:
     """The form a drawn problem has, for every other version of it to keep to."""
     kind = TYPES[spec.question]
     return replace(form or Form(), tokens=spec.n_keys, mask=spec.mask,
-                   shared=tuple((name, getattr(spec, name)) for name in kind.shared))
+                   shared=tuple((name, spec.params.get(name)) for name in kind.shared))
 
 
 PRESETS = {
@@ -210,8 +210,11 @@ def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind
     spec = candidate_spec(candidate, problem_id(drawn_with, seed, version, index, kind),
                           None if options.secret else seed)
     extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
+    undeclared = set(params) - {param.name for param in TYPES[kind].params}
+    if undeclared:  # the type's mistake: problems.json would not record it, nor a redraw read it
+        raise TypeError(f"type {kind} draws {', '.join(sorted(undeclared))}, not among its params")
     spec = replace(spec, question=kind, number=index, scale=options.scale,
-                   matrices={**spec.matrices, **extra}, **params)
+                   matrices={**spec.matrices, **extra}, params=params)
     return (projections_given(spec) if form and form.given == "QKV" else spec), candidate.identity
 
 

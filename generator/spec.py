@@ -1,9 +1,11 @@
 """Stage 1, problem specs: what a problem gives, checked before anything is solved.
 
 A ``ProblemSpec`` holds the given matrices as exact sympy numbers plus the
-options (mask, scale, title).  It comes from a random draw (``sampling``) or from
-a teacher's TOML/JSON file (``load_spec_file``).  Every fault in a file becomes a
-``SpecError`` whose message is one line naming the field and what was expected.
+options (mask, scale, title), and its question type's own parameters in one free
+mapping (``params``), each read and checked by the type's ``kinds.Param``.  It comes
+from a random draw (``sampling``) or from a teacher's TOML/JSON file
+(``load_spec_file``).  Every fault in a file becomes a ``SpecError`` whose message is
+one line naming the field and what was expected.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import json
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Mapping
 
 import sympy
 
@@ -36,9 +39,16 @@ OPTION_KEYS = ("mask", "scale", "title", "type")
 
 def known_keys() -> set[str]:
     """A spec file's keys: the options, Q, K, V or every given matrix of the step registry,
-    and the keys the question types read (row, swap, mistake)."""
+    and the question types' parameters (row, swap, mistake)."""
     given = {name for name, step in steps.REGISTRY.items() if step.is_given}
-    return set(OPTION_KEYS) | set(FROM_PROJECTIONS) | given | set(kinds.spec_keys())
+    options = set(OPTION_KEYS) | set(FROM_PROJECTIONS) | given
+    params = kinds.spec_keys()
+    clashes = sorted(name for name in params if name in options or hasattr(ProblemSpec, name)
+                     or name in {f.name for f in fields(ProblemSpec)})
+    if clashes:  # a registered type's mistake, not the file's: the file could never say which
+        raise TypeError(f"type {params[clashes[0]][0]}'s parameter {clashes[0]!r} is taken "
+                        f"by a problem's own key or attribute; name it otherwise")
+    return options | set(params)
 
 
 class SpecError(ValueError):
@@ -56,16 +66,23 @@ class ProblemSpec:
     title: str = ""
     seed: int | None = None
     question: str = "full"  # a registered question type (kinds.TYPES): what the student is asked
-    row: int | None = None  # row: which query's scores (0-based); concept: which token
-    mistake: str | None = None  # mistake: which of steps.MISTAKES the worked solution makes
-    swap: tuple[int, int] | None = None  # permute: the two tokens (0-based) that swap places
-    head: int | None = None  # heads: the one head worked (1 or 2), the other's output given
-    ask: tuple[str, ...] | None = None  # backward: its choice parts (None: where the engine shows them)
-    # backward (one row), softmax-jacobian: the row of weights a is given to this many places
-    # (no calculator: a_j times a gradient is then a product with a short factor)
-    places: int | None = None
+    # Its type's own parameters (kinds.Param) by name, as the type works with them (a row
+    # from 0); each reads as an attribute too (spec.row), None where the spec leaves it unset.
+    params: Mapping[str, object] = field(default_factory=dict)
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
     fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
+
+    def __getattr__(self, name: str):
+        """A parameter of its type (``spec.row``, ``spec.pair``): the templates' prose and the
+        type's own code read them so.  Only names no field or property has come here."""
+        values = self.__dict__.get("params")
+        if values is None or name.startswith("_"):  # being unpickled, or a protocol's lookup
+            raise AttributeError(name)
+        if name in values:
+            return values[name]
+        if kinds.declares(self.__dict__.get("question"), name):
+            return None
+        raise AttributeError(f"a {self.__dict__.get('question')} problem has no parameter {name!r}")
 
     @property
     def unscaled(self) -> bool:
@@ -198,9 +215,24 @@ def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
     for key, readers in kinds.spec_keys().items():
         if key in record and name not in readers:
             raise SpecError(f"{where}: {key} goes with type {' or '.join(readers)}, not {name}")
-    spec = kind.read(replace(spec, question=name), record, where)
+    spec = replace(spec, question=name, params=_read_params(kind, spec, record, where))
     _check_question(spec, kind, where)
     return spec
+
+
+def _read_params(kind, spec: ProblemSpec, record: dict, where: str) -> dict[str, object]:
+    """The type's parameters as the file writes them, each read by its ``Param`` (a default
+    where the file has none)."""
+    params = {}
+    for param in kind.params:
+        if param.name in record or param.default is not None:
+            params[param.name] = param.read(record.get(param.name, param.default), spec, where)
+    return params
+
+
+def with_params(spec: ProblemSpec, **values) -> ProblemSpec:
+    """The spec with these parameters of its type set (and the others kept)."""
+    return replace(spec, params={**spec.params, **values})
 
 
 def mistakes_that_fit(spec: ProblemSpec) -> tuple[str, ...]:

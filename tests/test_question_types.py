@@ -30,7 +30,7 @@ def shown(step, decimals=4):
 def test_each_mistake_changes_its_step_at_the_shown_decimals(mistake):
     question = make_question(**SQUARE, type="mistake", mistake=mistake)
     wrong_step = MISTAKES[mistake]
-    wrong, right = question.flawed.step(wrong_step), question.solution.step(wrong_step)
+    wrong, right = question.extra["flawed"].step(wrong_step), question.solution.step(wrong_step)
     assert shown(wrong) != shown(right)
     find, fix = question.parts
     assert (find.task, find.marks, fix.task, fix.marks) == ("mistake-find", 2, "mistake-fix", 3)
@@ -44,12 +44,12 @@ def test_each_mistake_changes_its_step_at_the_shown_decimals(mistake):
     assert [s.name for s in fix.written] == names[at:]
     assert [s.name for s in fix.kept] == names[:at]
     for step in fix.kept:
-        assert shown(question.flawed.step(step.name)) == shown(step)
+        assert shown(question.extra["flawed"].step(step.name)) == shown(step)
 
 
 def test_column_softmax_rows_do_not_sum_to_one_but_columns_do():
     question = make_question(**SQUARE, type="mistake", mistake="column-softmax")
-    weights = question.flawed.step("weights").numeric
+    weights = question.extra["flawed"].step("weights").numeric
     assert np.allclose(weights.sum(axis=0), 1) and not np.allclose(weights.sum(axis=1), 1)
 
 
@@ -66,9 +66,9 @@ def test_permuting_tokens_permutes_the_results(seed, difficulty):
     [spec] = sample_set(options, seed, 1, types=("permute",))
     question = make_question_from(spec)
     predicted_weights, predicted_output = (part.steps[0] for part in question.parts[:2])
-    assert question.recomputed.step("weights").exact == predicted_weights.exact
-    assert question.recomputed.step("output").exact == predicted_output.exact or np.allclose(
-        question.recomputed.step("output").numeric, predicted_output.numeric, rtol=0, atol=1e-12)
+    assert question.extra["swapped"].step("weights").exact == predicted_weights.exact
+    assert question.extra["swapped"].step("output").exact == predicted_output.exact or np.allclose(
+        question.extra["swapped"].step("output").numeric, predicted_output.numeric, rtol=0, atol=1e-12)
     i, j = spec.swap
     assert predicted_weights.entries[i][i] is question.solution.step("weights").entries[j][j]
 

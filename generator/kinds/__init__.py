@@ -1,10 +1,12 @@
 """The question-type registry: each type of question described once, as one unit.
 
 A ``QuestionType`` holds all that makes a type: its builder (spec -> Question), its
-prose (title, statement, prompts and key explanations, see ``prose``), the spec
-keys it reads and the specs it refuses, and how a random problem of its type is
-drawn.  Each built-in type is a module of this package and registers itself; a new
-type is one ``register`` call (a test defines one in its own file).
+prose (title, statement, prompts and key explanations, see ``prose``), its parameters
+(``Param``: the keys of a spec file it reads, as PrairieLearn's ``data["params"]``: each
+read, checked and written back to problems.json by its own functions, and held in the
+spec's ``params``), the specs it refuses, and how a random problem of its type is drawn.
+Each built-in type is a module of this package and registers itself; a new type is one
+``register`` call (a test defines one in its own file), and needs no edit anywhere else.
 
 This module imports nothing of the project's, so that the spec reader and the
 sampler can consult the registry below the types themselves.
@@ -30,6 +32,19 @@ def _same(value, *_):
 
 
 @dataclass(frozen=True)
+class Param:
+    """A parameter of a question type: a key of a spec file (and of problems.json's spec),
+    held in ``ProblemSpec.params`` under its name as the type works with it (a row from 0)."""
+
+    name: str
+    # (value as a file writes it, spec, where) -> the value held; a bad value raises the
+    # one-line SpecError the file's reader shows ("{where}: row must be ...")
+    read: Callable
+    write: Callable = _same  # the value held -> as problems.json writes it (``read`` reads it back)
+    default: object = None  # read as if the file wrote it when it does not; None: left unset
+
+
+@dataclass(frozen=True)
 class QuestionType:
     name: str
     build: Callable  # ProblemSpec -> Question
@@ -39,14 +54,15 @@ class QuestionType:
     keys: Mapping[str, str] = field(default_factory=dict)  # a part's task -> said before its answer
     after: Mapping[str, str] = field(default_factory=dict)  # a part's task -> said after its answer
     choice: str = ""  # prose: one choice of a multiple-choice part (``choice`` is at hand)
-    spec_keys: tuple[str, ...] = ()  # the keys of a spec file it reads (row, swap, mistake)
-    read: Callable = _same  # (spec, record, where) -> the spec with those keys read
+    params: tuple[Param, ...] = ()  # its own keys of a spec file, in the order problems.json writes them
     check: Callable = _nothing  # spec -> why this type cannot ask about it, or None
     matrices: tuple[str, ...] = ()  # given matrices it takes besides attention's own (W_O)
     heads: int = 0  # attention heads (a heads question's d_k splits between them)
     min_tokens: int = 1
     draw_options: Callable = _same  # DrawOptions -> what its problems are drawn with
-    draw_params: Callable = lambda rng, candidate, decimals: {}  # its own choices; None redraws
+    # (rng, candidate, decimals) -> its params' values, drawn together (a row and its places),
+    # as ``params`` holds them, and "matrices" its own given ones (dO); None draws again
+    draw_params: Callable = lambda rng, candidate, decimals: {}
     not_drawable: Callable = _nothing  # DrawOptions -> why it cannot be drawn so, or None
     in_default_mix: bool = True  # drawn when --types is not given (else only when asked for)
     # Sizing a paper to a budget (``budget``): how this type's problems get shorter, in the
@@ -57,7 +73,7 @@ class QuestionType:
     # (rng, candidate, params, decimals) -> the spec keys that ask the lean part set (one head
     # worked, the other given; one row of a gradient), or None to draw again
     focus: Callable | None = None
-    # Its own draw choices (spec keys) that every version of a problem shares, as its shape:
+    # Its own draw choices (params) that every version of a problem shares, as its shape:
     # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts).
     shared: tuple[str, ...] = ()
     # (rng, candidate, params, decimals) -> the spec keys it adds without a calculator (the
@@ -66,6 +82,11 @@ class QuestionType:
 
 
 TYPES: dict[str, QuestionType] = {}
+# The built-in types in their declared order: every list of types gives them so, and the
+# default mix draws those of them it takes (``in_default_mix``) in turn.  A type registered
+# besides them (a plugin's, a test's) comes after them, in the order registered.
+BUILT_IN = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
+            "softmax-jacobian")
 
 
 def register(kind: QuestionType) -> QuestionType:
@@ -78,19 +99,27 @@ def unregister(name: str) -> None:
 
 
 def type_names() -> tuple[str, ...]:
-    """The registered types, in the order of the default mix."""
-    return tuple(TYPES)
+    """The registered types in their declared order: the built-in ones, then the others."""
+    registered = list(TYPES)
+    return tuple(sorted(registered, key=lambda name: (
+        BUILT_IN.index(name) if name in BUILT_IN else len(BUILT_IN), registered.index(name))))
 
 
 def default_mix() -> tuple[str, ...]:
     """The types a set draws in turn when the teacher names none."""
-    return tuple(name for name, kind in TYPES.items() if kind.in_default_mix)
+    return tuple(name for name in type_names() if TYPES[name].in_default_mix)
 
 
 def spec_keys() -> dict[str, tuple[str, ...]]:
-    """Each type's own spec key, with the types that read it."""
+    """Each type's own spec key (a param's name), with the types that read it."""
     keys: dict[str, tuple[str, ...]] = {}
-    for kind in TYPES.values():
-        for key in kind.spec_keys:
-            keys[key] = keys.get(key, ()) + (kind.name,)
+    for name in type_names():
+        for param in TYPES[name].params:
+            keys[param.name] = keys.get(param.name, ()) + (name,)
     return keys
+
+
+def declares(kind_name: str, param: str) -> bool:
+    """Whether the type (registered) has the parameter ``param``."""
+    kind = TYPES.get(kind_name)
+    return kind is not None and any(p.name == param for p in kind.params)

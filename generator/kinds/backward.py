@@ -17,9 +17,9 @@ from ..questions import (SETUP, TIE, Part, Question, answer_with_slips, given_st
 from ..spec import SpecError
 from ..steps import PIPELINE, REGISTRY, given_def, symbol
 from ..worthiness import gradients_are_worthy
-from . import GIVEN, SHOWN, QuestionType, register
-from .places import SHORT_PLACES, read_places, rounded_units, to_places
-from .row import read_row
+from . import GIVEN, SHOWN, Param, QuestionType, register
+from .places import PLACES, SHORT_PLACES, rounded_units, to_places
+from .row import ROW
 
 # Steps asked together in one part; every other gradient of the plan is a part of its own.
 TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))
@@ -227,20 +227,22 @@ def focus_row(rng, candidate, params: dict, decimals: int) -> dict | None:
     return {"row": rows[int(rng.integers(len(rows)))]} if rows else None
 
 
-def read_choices(spec, record: dict, where: str):
-    """A backward question's own keys: ``row`` (dV and that row of dS alone), ``places`` (that
-    row of A given to so many places) and ``ask`` (its
-    choice parts, a list of why-scale and ignored-key; without it, those the engine shows)."""
-    spec = read_row(spec, record, where) if "row" in record else spec
-    spec = read_places(spec, record, where)
-    if spec.places is not None and spec.row is None:
-        raise SpecError(f"{where}: places gives one row of A to that many places; say which (row)")
-    if "ask" not in record:
-        return spec
-    ask = record["ask"]
+def read_ask(ask, spec, where: str) -> tuple[str, ...]:
     if not isinstance(ask, list) or any(name not in CHOICES for name in ask):
         raise SpecError(f"{where}: ask must be a list of {' and '.join(CHOICES)}, got {shown_text(ask)}")
-    return replace(spec, ask=tuple(dict.fromkeys(ask)))
+    return tuple(dict.fromkeys(ask))
+
+
+# A backward question's own keys: ``row`` (dV and that row of dS alone; without it, every
+# gradient), ``ask`` (its choice parts, a list of why-scale and ignored-key; without it,
+# those the engine shows) and ``places`` (that row of A given to so many places).
+PARAMS = (replace(ROW, default=None), Param("ask", read_ask, write=list), PLACES)
+
+
+def _check(spec) -> str | None:
+    if spec.places is not None and spec.row is None:
+        return "places gives one row of A to that many places; say which (row)"
+    return None
 
 
 def upstream_and_steps(rng, candidate, decimals: int) -> tuple[dict, dict] | None:
@@ -292,7 +294,7 @@ register(QuestionType(
              "dX_Q": r"Compute $\mathrm{d}X$, one path at a time: $\mathrm{d}X^{(Q)} = \mathrm{d}Q\, "
                      r"W_Q^{\top}$, $\mathrm{d}X^{(K)} = \mathrm{d}K\, W_K^{\top}$, $\mathrm{d}X^{(V)} = "
                      r"\mathrm{d}V\, W_V^{\top}$, then their sum: $X$ feeds all three projections."},
-    spec_keys=("row", "ask", "places"), read=read_choices, matrices=("dO",),
+    params=PARAMS, check=_check, matrices=("dO",),
     draw_params=draw_upstream,
     in_default_mix=False, shrinks=("given", "tokens", "focus", "d_v", "d_k", "fewer-tokens"),
     focus=focus_row, shared=("ask",), no_calculator=short_weights))

@@ -14,7 +14,7 @@ from ..engine import Num, Step, run, solve
 from ..questions import ConceptItem, Part, Question, lettered, the_top_key
 from ..steps import plan_for
 from . import GIVEN, QuestionType, register
-from .row import draw_row, read_row
+from .row import ROW, draw_row
 
 # One choice of an item, written by its topic (``choice`` and ``item`` are at hand).
 CHOICE = (r"{% if item.topic == 'top-attention' %}{{ 'key' if spec.cross else 'token' }} "
@@ -165,5 +165,5 @@ register(QuestionType(
      GIVEN),
     prompts={f"concept-{topic}": text for topic, text in QUESTIONS.items()},
     keys={f"concept-{topic}": ANSWER.replace("{WHY}", why) for topic, why in WHY.items()},
-    choice=ITEM + CHOICE, spec_keys=("row",), read=read_row, check=_check, min_tokens=2,
+    choice=ITEM + CHOICE, params=(ROW,), check=_check, min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"), draw_params=draw_row))

@@ -10,8 +10,8 @@ from ..questions import Part, Pick, Question, given_steps, lettered
 from ..spec import MAX_DIMENSION, ProblemSpec, one_based
 from ..steps import REGISTRY, given_def, register as register_step
 from ..worthiness import heads_are_readable
-from . import GIVEN, SHOWN, QuestionType, register
-from .places import read_places, short_places, to_places
+from . import GIVEN, SHOWN, Param, QuestionType, register
+from .places import PLACES, short_places, to_places
 from .full import PROMPTS
 
 HEADS = 2
@@ -36,7 +36,7 @@ def heads_question(spec) -> Question:
     asked = range(1, HEADS + 1) if spec.head is None else (spec.head,)  # the heads worked
     head_parts = [Part("head", 4, tuple(heads[i - 1].step(n) for n in head_steps),
                        step_marks=(1, 2, 1) if spec.unscaled else (1, 1, 1, 1),
-                       label=f"Head {i}", head=i) for i in asked]
+                       label=f"Head {i}", head=i, solution=heads[i - 1]) for i in asked]
     parts = lettered([
         *([Part("Q", 3, (q, k, v), step_marks=(1, 1, 1))] if spec.from_embeddings else []),
         Part("split", len(asked), tuple(heads[h - 1].step(n) for h in asked for n in "QKV"),
@@ -48,8 +48,9 @@ def heads_question(spec) -> Question:
               ("", combined), *((("", projection),) if spec.places else ()))
     given_outputs = tuple(("", f"O_{{{h}}}", heads[h - 1].step("output"))
                           for h in range(1, HEADS + 1) if h not in asked)
-    return Question("heads", spec, solution, given_steps(solution) + (w_o,), parts, heads=heads,
-                    combined=combined, worked_by_parts=worked, shown=given_outputs,
+    return Question("heads", spec, solution, given_steps(solution) + (w_o,), parts,
+                    extra={f"head{h}": head for h, head in enumerate(heads, 1)},
+                    worked_by_parts=worked, shown=given_outputs,
                     picks=tuple(split_pick(step, h) for h in asked for step in (q, k, v)))
 
 
@@ -111,13 +112,13 @@ def _draw_options(options):
     return replace(options, mask="none", d_k=even[0], d_v=even[1])
 
 
-def read_head(spec, record: dict, where: str):
-    """``head``: work that head alone, the other's output given (counted from 1); ``places``
-    (no calculator): Y worked from C to that many places."""
-    spec = read_places(spec, record, where)
-    if "head" not in record:
-        return spec
-    return replace(spec, head=one_based(record["head"], HEADS, "head", where) + 1)
+def read_head(value, spec, where: str) -> int:
+    return one_based(value, HEADS, "head", where) + 1
+
+
+# ``head``: work that head alone (1 or 2), the other's output given; ``places`` (no
+# calculator): Y worked from C to that many places.
+HEAD = Param("head", read_head)
 
 
 def _not_drawable(options) -> str | None:
@@ -134,8 +135,8 @@ register(QuestionType(
      r"{% if spec.from_embeddings %} ($d_{\text{model}} = {{ spec.d_model }}$). $W_Q$, $W_K$ and "
      r"$W_V$ project all heads at once{% else %}. $Q$, $K$ and $V$ are given for all heads at "
      r"once{% endif %}; head $h$ uses its own block of columns of $Q$, $K$ and $V$ (head 1 the first "
-     r"half, head 2 the second), so each head has $d_k = {{ question.heads[0].spec.d_k }}$ and "
-     r"$d_v = {{ question.heads[0].spec.d_v }}$. The heads' outputs are concatenated and projected "
+     r"half, head 2 the second), so each head has $d_k = {{ question.extra.head1.spec.d_k }}$ and "
+     r"$d_v = {{ question.extra.head1.spec.d_v }}$. The heads' outputs are concatenated and projected "
      r"by $W_O$: $\operatorname{MultiHead}(X) = [O_1, O_2]\, W_O$ with $O_h = \operatorname{softmax}("
      r"{% if spec.unscaled %}Q_h K_h^{\top}{% elif spec.scale is none %}Q_h K_h^{\top}/\sqrt{d_k}"
      r"{% else %}{{ spec.scale | tex }}\, Q_h K_h^{\top}{% endif %}) V_h$.{% if spec.head %} Head "
@@ -152,8 +153,8 @@ register(QuestionType(
              "projected": r"Project the concatenation{% if spec.places %}, with $O_1$ and $O_2$ to "
                           r"{{ spec.places }} places ($C$ rounded to {{ spec.places }} places: work "
                           r"from it exactly){% endif %}: $Y = C\, W_O$. What is its shape?"},
-    keys={"split": "Head 1 takes the first {{ question.heads[0].spec.d_k }} columns of $Q$ and $K$ "
-                   "and the first {{ question.heads[0].spec.d_v }} of $V$; head 2 the rest "
+    keys={"split": "Head 1 takes the first {{ question.extra.head1.spec.d_k }} columns of $Q$ and $K$ "
+                   "and the first {{ question.extra.head1.spec.d_v }} of $V$; head 2 the rest "
                    "({{ (part.marks * 3 / part.steps | length) | int }} mark"
                    "{% if not spec.head %} a head{% endif %}).",
           "projected": "{% if spec.places %}From $C$ with $O_1$ and $O_2$ to {{ spec.places }} "
@@ -163,7 +164,7 @@ register(QuestionType(
     matrices=("W_O",), heads=HEADS, check=_check, draw_options=_draw_options,
     draw_params=lambda rng, candidate, decimals: (
         {} if heads_are_readable(candidate, HEADS, decimals) else None),
-    not_drawable=_not_drawable, spec_keys=("head", "places"), read=read_head,
+    not_drawable=_not_drawable, params=(HEAD, PLACES),
     no_calculator=short_places,
     shrinks=("given", "tokens", "focus", "fewer-tokens", "d_model"),
     focus=lambda rng, candidate, params, decimals: {"head": 1}))

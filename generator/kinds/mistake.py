@@ -12,7 +12,7 @@ from ..exact import shown
 from ..spec import MISTAKES, SpecError, mistakes_that_fit
 from ..steps import plan, symbol
 from ..worthiness import visible_mistakes
-from . import GIVEN, SHOWN, QuestionType, register
+from . import GIVEN, SHOWN, Param, QuestionType, register
 
 # What the student did wrong, said in the key after naming the step.
 EXPLANATIONS = {
@@ -52,12 +52,13 @@ def mistake_question(spec) -> Question:
     name = symbol(wrong)
     parts = lettered([
         Part("mistake-find", 2, (flawed.step(wrong), solution.step(wrong)), item=choice, grids=False,
-             shown_as=(rf"\text{{the student's }} {name}", rf"\text{{the right }} {name}")),
+             shown_as=(rf"\text{{the student's }} {name}", rf"\text{{the right }} {name}"),
+             explained=True),
         Part("mistake-fix", 3, from_wrong, kept=kept)])
     shown_steps = tuple(("{{ step.name | formula }}", symbol(step.name), step)
                         for step in flawed.steps if step.kind != "given")
-    return Question("mistake", spec, solution, given_steps(solution), parts, flawed=flawed,
-                    shown=shown_steps, worked_by_parts=(("", fix),))
+    return Question("mistake", spec, solution, given_steps(solution), parts,
+                    extra={"flawed": flawed}, shown=shown_steps, worked_by_parts=(("", fix),))
 
 
 def fixed_from(solution: Solution, wrong: str) -> Solution:
@@ -72,12 +73,14 @@ def fixed_from(solution: Solution, wrong: str) -> Solution:
     return Solution(spec, tuple(solution.step(step_def.name) for step_def in fix_plan), fix_plan)
 
 
-def read_mistake(spec, record: dict, where: str):
-    mistake = record.get("mistake", "no-scaling")
+def read_mistake(mistake, spec, where: str) -> str:
     if not isinstance(mistake, str) or mistake not in MISTAKES:
         raise SpecError(f"{where}: unknown mistake {shown(mistake)} "
                         f"(expected one of: {', '.join(MISTAKES)})")
-    return replace(spec, mistake=mistake)
+    return mistake
+
+
+MISTAKE = Param("mistake", read_mistake, default="no-scaling")  # which of steps.MISTAKES it makes
 
 
 def _check(spec) -> str | None:
@@ -137,6 +140,6 @@ register(QuestionType(
                           + _WHAT_WENT_WRONG,
           "mistake-fix": "The right values, from the wrong step on (a correct method applied to "
                          "the student's earlier wrong values keeps its marks):"},
-    spec_keys=("mistake",), read=read_mistake, check=_check,
+    params=(MISTAKE,), check=_check,
     draw_options=lambda options: replace(options, mask="none"), draw_params=draw_mistake,
     shrinks=("tokens", "d_v", "d_k", "fewer-tokens"), shared=("mistake",)))

@@ -9,7 +9,7 @@ from ..engine import Step, solve
 from ..questions import (SETUP, ConceptItem, Part, Pick, Question, given_steps, lettered,
                          shuffled_item)
 from ..spec import SpecError, one_based
-from . import GIVEN, SHOWN, QuestionType, register
+from . import GIVEN, SHOWN, Param, QuestionType, register
 
 SWAPPED = "tokens {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
 ROWS = "rows {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
@@ -27,10 +27,12 @@ def permute_question(spec) -> Question:
     parts = lettered([Part("permute-weights", 2, (weights,), shown_as=("A'",), grid_names=("A′",)),
                       Part("permute-output", 2, (output,), shown_as=("O'",), grid_names=("O′",)),
                       Part("permute-why", 1, (recomputed.step("weights"), recomputed.step("output")),
-                           shown_as=("A'", "O'"), item=_reasons(spec), grids=False)])
+                           shown_as=("A'", "O'"), item=_reasons(spec), grids=False,
+                           explained=True)])
     shown = (("", "A", solution.step("weights")), ("", "O", solution.step("output")))
-    return Question("permute", spec, solution, given_steps(solution), parts, recomputed=recomputed,
-                    shown=shown, picks=picks(spec, order, solution.step("output").shape[1]))
+    return Question("permute", spec, solution, given_steps(solution), parts,
+                    extra={"swapped": recomputed}, shown=shown,
+                    picks=picks(spec, order, solution.step("output").shape[1]))
 
 
 def picks(spec, order: list[int], d_v: int) -> tuple[Pick, Pick]:
@@ -81,11 +83,14 @@ def permuted(step: Step, order: list[int], columns_too: bool) -> Step:
                 working=tuple(order))
 
 
-def read_swap(spec, record: dict, where: str):
-    swap = record.get("swap", [1, 2])
+def read_swap(swap, spec, where: str) -> tuple[int, int]:
     if not (isinstance(swap, list) and len(swap) == 2 and swap[0] != swap[1]):
         raise SpecError(f"{where}: swap must name two different tokens, e.g. [1, 3]")
-    return replace(spec, swap=tuple(one_based(t, spec.n_keys, "swap", where) for t in swap))
+    return tuple(one_based(t, spec.n_keys, "swap", where) for t in swap)
+
+
+# The two tokens that swap places (counted from 1 in a file, from 0 in the spec).
+SWAP = Param("swap", read_swap, write=lambda swap: [token + 1 for token in swap], default=[1, 2])
 
 
 def draw_swap(rng, candidate, decimals: int) -> dict | None:
@@ -128,5 +133,5 @@ register(QuestionType(
           "added to $X$, the swapped tokens would get new positions, and the scores would change. "
           "Recomputing from the swapped $X$ gives the same matrices:"},
     choice="{{ choice }}",
-    spec_keys=("swap",), read=read_swap, check=_check, min_tokens=2,
+    params=(SWAP,), check=_check, min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"), draw_params=draw_swap))

@@ -1,10 +1,8 @@
 """Numbers a problem gives to a few places and is worked exactly from (a row of weights,
-a head's outputs): shared by the types that do, and registering no type of its own, so that
-importing it leaves the types' order (the default mix) as generator/__init__.py sets it."""
+a head's outputs), and the parameter that says how many: shared by the types that do, and
+registering no type of its own."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 import sympy
@@ -12,6 +10,7 @@ import sympy
 from ..engine import Num
 from ..exact import shown as shown_text
 from ..spec import SpecError
+from . import Param
 
 SHORT_PLACES = 2  # without a calculator, the row of weights a is given to two places
 
@@ -33,12 +32,13 @@ def short_places(rng, candidate, params: dict, decimals: int) -> dict:
     return {"places": SHORT_PLACES}
 
 
-def read_places(spec, record: dict, where: str):
-    """``places``: the row of weights given to that many places (no calculator)."""
-    if "places" not in record:
-        return spec
-    places = record["places"]
+def read_places(places, spec, where: str) -> int:
     if not isinstance(places, int) or isinstance(places, bool) or not 1 <= places <= 6:
         raise SpecError(f"{where}: places must be a whole number from 1 to 6, got "
                         f"{shown_text(places)}")
-    return replace(spec, places=places)
+    return places
+
+
+# Numbers given to that many places, worked exactly from there (no calculator): a row of
+# weights, a head's outputs.
+PLACES = Param("places", read_places)

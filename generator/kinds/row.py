@@ -10,7 +10,7 @@ from ..questions import ConceptItem, Part, Question, lettered, the_top_key
 from ..spec import one_based
 from ..steps import plan
 from ..worthiness import clear_top_tokens
-from . import SHOWN, QuestionType, register
+from . import SHOWN, Param, QuestionType, register
 
 
 def row_question(spec) -> Question:
@@ -41,9 +41,13 @@ def as_row_of_the_matrix(worked: Solution, row: int) -> Solution:
     return replace(worked, steps=steps)
 
 
-def read_row(spec, record: dict, where: str):
-    """Which query's row (counted from 1 in a file): row and concept questions ask about it."""
-    return replace(spec, row=one_based(record.get("row", 1), spec.n_queries, "row", where))
+def read_row(value, spec, where: str) -> int:
+    """Which query's row (counted from 1 in a file, from 0 in the spec)."""
+    return one_based(value, spec.n_queries, "row", where)
+
+
+# Row and concept questions ask about one query's row: the first, where a file names none.
+ROW = Param("row", read_row, write=lambda row: row + 1, default=1)
 
 
 def draw_row(rng, candidate, decimals: int) -> dict | None:
@@ -77,5 +81,5 @@ register(QuestionType(
     after={"row-weights": "The most attention goes to key {{ part.answer[0] + 1 }}, with weight "
                           "${{ part.answer[1] | num }}$."},
     choice="key {{ choice + 1 }}",
-    spec_keys=("row",), read=read_row, check=_check, min_tokens=2,
+    params=(ROW,), check=_check, min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"), draw_params=draw_row))

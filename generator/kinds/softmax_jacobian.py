@@ -11,8 +11,8 @@ from ..questions import Part, Question, answer_with_slips, lettered, shuffled_it
 from ..steps import REGISTRY
 from . import SHOWN, QuestionType, register
 from .backward import short_weights, upstream_and_steps, weights_row
-from .places import read_places, rounded_units
-from .row import read_row
+from .places import PLACES, rounded_units
+from .row import ROW
 
 REASONS = (
     ("The weights of a row always add up to 1: whatever a change of the scores gives one "
@@ -55,11 +55,6 @@ def draw_row_and_upstream(rng, candidate, decimals: int) -> dict | None:
             if rows else None)
 
 
-def read_row_and_places(spec, record: dict, where: str):
-    """``row`` (counted from 1) and ``places``: that row of weights given to so many places."""
-    return read_places(read_row(spec, record, where), record, where)
-
-
 register(QuestionType(
     "softmax-jacobian", jacobian_question, "The softmax Jacobian, by hand",
     ("Token {{ spec.row + 1 }}'s row of attention weights $a${% if spec.places %} (to "
@@ -72,7 +67,7 @@ register(QuestionType(
                                         r"= a_i\,(1 - 1) = 0$.")},
     after={"jvp": r"Entry by entry this is $a_j\,(g_j - \sum_k a_k g_k)$: the softmax backward "
                   r"step of the backward pass, which never writes $J$ out."},
-    choice="{{ choice }}", spec_keys=("row", "places"), read=read_row_and_places,
+    choice="{{ choice }}", params=(ROW, PLACES),  # that row of weights, to so many places
     matrices=("dO",), min_tokens=2,
     draw_options=lambda options: replace(options, mask="none"),
     draw_params=draw_row_and_upstream, in_default_mix=False, no_calculator=short_weights))
