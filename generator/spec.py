@@ -230,11 +230,6 @@ def _read_params(kind, spec: ProblemSpec, record: dict, where: str) -> dict[str,
     return params
 
 
-def with_params(spec: ProblemSpec, **values) -> ProblemSpec:
-    """The spec with these parameters of its type set (and the others kept)."""
-    return replace(spec, params={**spec.params, **values})
-
-
 def mistakes_that_fit(spec: ProblemSpec) -> tuple[str, ...]:
     return mistakes_for_shapes(spec.n_queries, spec.n_keys, spec.d_k, spec.d_v)
 
