@@ -70,13 +70,13 @@ class QuestionType:
     # part set, ``focus``), "tokens" (down to the preset's fewest), "fewer-tokens" (down to
     # two), "d_v", "d_k", "d_model" (down to two).
     shrinks: tuple[str, ...] = ("tokens", "fewer-tokens")
-    # (rng, candidate, params, decimals) -> the spec keys that ask the lean part set (one head
+    # (rng, candidate, params, decimals) -> the params that ask the lean part set (one head
     # worked, the other given; one row of a gradient), or None to draw again
     focus: Callable | None = None
     # Its own draw choices (params) that every version of a problem shares, as its shape:
     # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts).
     shared: tuple[str, ...] = ()
-    # (rng, candidate, params, decimals) -> the spec keys it adds without a calculator (the
+    # (rng, candidate, params, decimals) -> the params it adds without a calculator (the
     # lean part set, a row of weights given to two places), or None to draw again
     no_calculator: Callable | None = None
 
