@@ -211,7 +211,7 @@ def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind
                           None if options.secret else seed)
     extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
     undeclared = set(params) - {param.name for param in TYPES[kind].params}
-    if undeclared:  # the type's mistake: problems.json would not record it, nor a redraw read it
+    if undeclared:  # a fault of the type's: problems.json would not record it, nor --record read it
         raise TypeError(f"type {kind} draws {', '.join(sorted(undeclared))}, not among its params")
     spec = replace(spec, question=kind, number=index, scale=options.scale,
                    matrices={**spec.matrices, **extra}, params=params)

@@ -45,7 +45,7 @@ def known_keys() -> set[str]:
     params = kinds.spec_keys()
     clashes = sorted(name for name in params if name in options or hasattr(ProblemSpec, name)
                      or name in {f.name for f in fields(ProblemSpec)})
-    if clashes:  # a registered type's mistake, not the file's: the file could never say which
+    if clashes:  # a fault of the type's, not the file's: a file could never tell the two apart
         raise TypeError(f"type {params[clashes[0]][0]}'s parameter {clashes[0]!r} is taken "
                         f"by a problem's own key or attribute; name it otherwise")
     return options | set(params)

@@ -139,3 +139,20 @@ def test_every_built_in_types_drawn_parameters_are_read_back_as_written(kind):
     for spec in sample_set(options, 11, 2, types=(kind,)):
         record = json.loads(json.dumps(spec_record(spec)))
         assert spec_from_record(record, spec.id).params == spec.params
+
+
+def test_a_type_whose_parameter_or_draw_is_not_its_own_is_refused_at_once():
+    """A parameter named like a problem's own key, or a draw of a key not declared, is the
+    type's fault: a TypeError naming it, before any file is read or written."""
+    kinds.register(replace(PAIR_SCORE, params=(Param("title", read_pair),)))
+    try:
+        with pytest.raises(TypeError, match="parameter 'title' is taken"):
+            spec_from_record({"X": X, **W}, "p")
+    finally:
+        kinds.unregister(PAIR_SCORE.name)
+    kinds.register(replace(PAIR_SCORE, draw_params=lambda rng, candidate, decimals: {"pear": 1}))
+    try:
+        with pytest.raises(TypeError, match="draws pear, not among its params"):
+            sample_set(draw_options("medium"), 1, 1, types=("pair-score",))
+    finally:
+        kinds.unregister(PAIR_SCORE.name)
