@@ -2,14 +2,16 @@
 
 It shares no arithmetic with the engine: it takes the given matrices as floats and
 runs the same plan of steps (``steps.plan``: which steps, from which inputs) with
-numpy's own operations; ``cross_check`` compares every step of a solution against
-it.  A difference beyond ``TOLERANCE`` raises; it never passes silently.
+numpy's own operations (each op's ``numeric`` face, defined here); ``cross_check``
+compares every step of a solution against it.  A difference beyond ``TOLERANCE``
+raises; it never passes silently.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import ops
 from .steps import StepDef, plan
 
 TOLERANCE = 1e-9
@@ -29,18 +31,42 @@ def _factor(step: StepDef, scale: float | None, d_k: int) -> float:
         step.factor, 1.0 / np.sqrt(d_k) if scale is None else scale)
 
 
-# numpy's arithmetic for each op of the registry (steps.OPS).
-NUMPY_OPS = {
-    "product": lambda step, a, b, **_: (a.T if step.transpose_left else a) @ (b.T if step.transpose else b),
-    "scaling": lambda step, a, scale, d_k: a * _factor(step, scale, d_k),
-    "masking": lambda step, a, **_: np.where(np.triu(np.ones(a.shape, dtype=bool), k=1), -np.inf, a),
-    "softmax": lambda step, a, **_: _softmax(a, axis=0 if step.by_columns else 1),
-    "blend": lambda step, a, b, **_: a @ b,
-    "add": lambda step, *terms, **_: sum(terms[1:], terms[0]),
-    "softmax-backward": lambda step, a, g, **_: a * (g - (a * g).sum(axis=1, keepdims=True)),
-    "jacobian": lambda step, a, **_: np.diag(a[0]) - np.outer(a[0], a[0]),
-    "concat": lambda step, *parts, **_: np.hstack(parts),
-}
+# Each op's numeric face (see ops, builtin_ops): numpy's own arithmetic, sharing none with the
+# engine's: (step_def, *input arrays, scale, d_k) -> the step's values.
+def numpy_product(step, a, b, **_):
+    return (a.T if step.transpose_left else a) @ (b.T if step.transpose else b)
+
+
+def numpy_scaling(step, a, scale, d_k):
+    return a * _factor(step, scale, d_k)
+
+
+def numpy_masking(step, a, **_):
+    return np.where(np.triu(np.ones(a.shape, dtype=bool), k=1), -np.inf, a)
+
+
+def numpy_softmax(step, a, **_):
+    return _softmax(a, axis=0 if step.by_columns else 1)
+
+
+def numpy_blend(step, a, b, **_):
+    return a @ b
+
+
+def numpy_add(step, *terms, **_):
+    return sum(terms[1:], terms[0])
+
+
+def numpy_softmax_backward(step, a, g, **_):
+    return a * (g - (a * g).sum(axis=1, keepdims=True))
+
+
+def numpy_jacobian(step, a, **_):
+    return np.diag(a[0]) - np.outer(a[0], a[0])
+
+
+def numpy_concat(step, *parts, **_):
+    return np.hstack(parts)
 
 
 def run_plan(steps: tuple[StepDef, ...], given: dict[str, np.ndarray], scale: float | None,
@@ -49,8 +75,8 @@ def run_plan(steps: tuple[StepDef, ...], given: dict[str, np.ndarray], scale: fl
     values = dict(given)
     for step in steps:
         if step.name not in values:
-            values[step.name] = NUMPY_OPS[step.op](step, *(values[i] for i in step.inputs),
-                                                   scale=scale, d_k=d_k)
+            values[step.name] = ops.op(step.op).numeric(step, *(values[i] for i in step.inputs),
+                                                        scale=scale, d_k=d_k)
     return values
 
 

@@ -1,11 +1,12 @@
 """Stage 2, the engine: solve a spec exactly and record every step with its working.
 
 ``solve(spec)`` runs the problem's plan (``steps.plan_for``: X, W_Q, W_K, W_V, Q, K, V,
-scores, scaled, [masked], weights, output) and returns a ``Solution``.  sympy
-computes every entry exactly; each entry is stored as a ``Num`` holding that
-exact value and its float64 evaluated from it.  The working behind each entry
-(dot products, scalings, exponentials and row sums, value blends) is recorded as
-plain data.  The engine knows nothing of LaTeX, Markdown or templates.
+scores, scaled, [masked], weights, output), each step by its op's exact face (``ops``;
+the functions ``*_op`` below), and returns a ``Solution``.  sympy computes every entry
+exactly; each entry is stored as a ``Num`` holding that exact value and its float64
+evaluated from it.  The working behind each entry (dot products, scalings, exponentials
+and row sums, value blends) is recorded as plain data.  The engine knows nothing of
+LaTeX, Markdown or templates.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import sympy
 
+from . import ops
 from .exact import as_written, exp_as_written, to_float
 from .spec import ProblemSpec, SpecError
 from .steps import StepDef, plan_for
@@ -135,7 +137,7 @@ class Step:
 
     name: str
     formula: str
-    kind: str  # given | product | scaling | masking | softmax | blend
+    kind: str  # the op that computed it (ops), or what a type made it by (a permutation)
     entries: NumMatrix
     working: tuple = field(default=())
 
@@ -249,8 +251,9 @@ def solve(spec: ProblemSpec, mistake: str | None = None) -> Solution:
 
 def run(plan: tuple[StepDef, ...], spec: ProblemSpec, known: dict[str, Step] | None = None,
         num: Evaluator | None = None) -> Solution:
-    """Compute each step of ``plan`` from its inputs: given matrices from the spec, or
-    steps already ``known`` (a row of scores given on its own, the heads' outputs)."""
+    """Compute each step of ``plan`` from its inputs, by its op's exact face (``ops``): given
+    matrices from the spec, or steps already ``known`` (a row of scores given on its own, the
+    heads' outputs)."""
     num = num or Evaluator()
     done = dict(known or {})
     steps = []
@@ -258,45 +261,50 @@ def run(plan: tuple[StepDef, ...], spec: ProblemSpec, known: dict[str, Step] | N
         if step_def.is_given and step_def.name in done:
             step = done[step_def.name]
         else:
-            step = OPS[step_def.op](step_def, [done[name] for name in step_def.inputs], spec, num)
+            inputs = [done[name] for name in step_def.inputs]
+            step = ops.op(step_def.op).exact(step_def, inputs, spec, num)
         step = step if step.name == step_def.name else replace(step, name=step_def.name)
         done[step_def.name] = step
         steps.append(step)
     return Solution(spec=spec, steps=tuple(steps), plan=plan)
 
 
-def _given_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+# Each op's exact face (see ops, builtin_ops): (step_def, input Steps, spec, num) -> Step.  A
+# step is named, and its formula worded, by its StepDef: the engine knows no step's name.
+def given_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     return given_step(step_def.name, spec.matrices[step_def.name], num)
 
 
-def _product_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+def product_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     left, right = inputs
     return product_step(step_def.name, step_def.worded(),
                         transpose(left.entries) if step_def.transpose_left else left.entries,
                         transpose(right.entries) if step_def.transpose else right.entries, num)
 
 
-def _scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+def scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     scale = {"scale": spec.scale, "one": sympy.S.One,
              "one-over-dk": sympy.Rational(1, spec.d_k)}[step_def.factor]
-    step = scaling_step(inputs[0], replace(spec, scale=scale), num)
-    return step if step_def.name == "scaled" else replace(step, formula=step_def.worded())
+    formula = (step_def.factor_text if scale is not None and step_def.factor_text
+               else step_def.worded())
+    return scaling_step(step_def.name, formula, inputs[0], replace(spec, scale=scale), num)
 
 
-def _masking_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
-    return causal_mask_step(inputs[0], num)
+def masking_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    return causal_mask_step(step_def.name, step_def.worded(), inputs[0], num)
 
 
-def _softmax_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
-    return softmax_step(inputs[0], num, by_columns=step_def.by_columns)
+def softmax_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    return softmax_step(step_def.name, step_def.worded(), inputs[0], num,
+                        by_columns=step_def.by_columns)
 
 
-def _blend_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
-    step = blend_step(inputs[0], inputs[1], num, rows_sum_to_one=step_def.rows_sum_to_one)
-    return replace(step, name=step_def.name, formula=step_def.worded())
+def blend_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    return blend_step(step_def.name, step_def.worded(), inputs[0], inputs[1], num,
+                      rows_sum_to_one=step_def.rows_sum_to_one)
 
 
-def _add_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+def add_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     if len({step.shape for step in inputs}) > 1:
         raise SpecError(f"problem {spec.id}: {step_def.worded()} needs "
                         f"{' and '.join(s.name for s in inputs)} of one shape")
@@ -305,7 +313,7 @@ def _add_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Ste
     return Step(step_def.name, step_def.worded(), "add", entries)
 
 
-def _softmax_backward_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+def softmax_backward_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     """dS~_ij = A_ij (dA_ij - sum_k A_ik dA_ik): the softmax Jacobian applied row by row."""
     weights, upstream = inputs
     working = tuple(_softmax_backward_row(i, a, g, num)
@@ -314,7 +322,7 @@ def _softmax_backward_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Eval
                 tuple(w.result for w in working), working)
 
 
-def _jacobian_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+def jacobian_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     """J_ij = a_i (delta_ij - a_j) for one row a of weights."""
     a = inputs[0].entries[0]
     working = tuple(JacobianEntry(i, j, a[i], a[j], num(a[i].exact * (int(i == j) - a[j].exact))
@@ -340,15 +348,9 @@ def _softmax_backward_row(index: int, weights, upstream, num: Evaluator) -> "Sof
     return SoftmaxBackwardRow(index, weights, upstream, dot, result)
 
 
-def _concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+def concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     rows = tuple(sum((step.entries[r] for step in inputs), ()) for r in range(len(inputs[0].entries)))
     return Step(step_def.name, step_def.worded(), "concat", rows)
-
-
-# The engine's arithmetic for each op of the registry (steps.OPS).
-OPS = {"given": _given_op, "product": _product_op, "scaling": _scaling_op,
-       "masking": _masking_op, "softmax": _softmax_op, "blend": _blend_op, "add": _add_op,
-       "concat": _concat_op, "softmax-backward": _softmax_backward_op, "jacobian": _jacobian_op}
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:
@@ -369,14 +371,13 @@ def product_step(name: str, formula: str, left: NumMatrix, right: NumMatrix,
     return Step(name=name, formula=formula, kind="product", entries=entries, working=working)
 
 
-def scaling_step(scores: Step, spec: ProblemSpec, num: Evaluator) -> Step:
+def scaling_step(name: str, formula: str, scores: Step, spec: ProblemSpec, num: Evaluator) -> Step:
     """scores times the scale: 1/sqrt(d_k) unless the spec sets another factor."""
     if spec.scale is None:
         divisor = num(sympy.sqrt(spec.d_k))
-        factor, formula = num(1 / divisor.exact), "scaled = scores / sqrt(d_k)"
+        factor = num(1 / divisor.exact)
     else:
         divisor, factor = None, num(spec.scale)
-        formula = "scaled = scale * scores"
     working = tuple(Scaling(i, j, s, factor, divisor, num(s.exact * factor.exact), spec.d_k)
                     for i, row in enumerate(scores.entries) for j, s in enumerate(row))
     entries = _reshape([w.result for w in working], scores.shape[1])
@@ -384,20 +385,20 @@ def scaling_step(scores: Step, spec: ProblemSpec, num: Evaluator) -> Step:
     if largest > MAX_SCALED_SCORE:
         raise SpecError(f"problem {spec.id}: a scaled score of {largest:.6g} is too large to "
                         f"exponentiate (at most {MAX_SCALED_SCORE}); use smaller entries")
-    return Step(name="scaled", formula=formula, kind="scaling", entries=entries, working=working)
+    return Step(name=name, formula=formula, kind="scaling", entries=entries, working=working)
 
 
-def causal_mask_step(scaled: Step, num: Evaluator) -> Step:
+def causal_mask_step(name: str, formula: str, scaled: Step, num: Evaluator) -> Step:
     """Set every score of a key after its query to -inf (top-left aligned, as PyTorch)."""
     entries = tuple(tuple(num(MASKED) if j > i else s for j, s in enumerate(row))
                     for i, row in enumerate(scaled.entries))
     working = tuple(MaskedEntry(i, j) for i, row in enumerate(entries)
                     for j in range(len(row)) if j > i)
-    return Step(name="masked", formula=f"masked = {scaled.name}, -inf where key j > query i",
-                kind="masking", entries=entries, working=working)
+    return Step(name=name, formula=formula, kind="masking", entries=entries, working=working)
 
 
-def softmax_step(scores: Step, num: Evaluator, by_columns: bool = False) -> Step:
+def softmax_step(name: str, formula: str, scores: Step, num: Evaluator,
+                 by_columns: bool = False) -> Step:
     """Row-wise softmax; a masked score has no exponential and gets an exact 0 weight.
 
     ``by_columns`` is the mistake of normalising each column instead of each row.
@@ -406,10 +407,8 @@ def softmax_step(scores: Step, num: Evaluator, by_columns: bool = False) -> Step
     working = tuple(_softmax_row(i, row, num) for i, row in enumerate(lines))
     entries = tuple(w.weights for w in working)
     if by_columns:
-        return Step(name="weights", formula="weights = softmax(column-wise)", kind="softmax",
-                    entries=transpose(entries))
-    return Step(name="weights", formula="weights = softmax(row-wise)", kind="softmax",
-                entries=entries, working=working)
+        return Step(name=name, formula=formula, kind="softmax", entries=transpose(entries))
+    return Step(name=name, formula=formula, kind="softmax", entries=entries, working=working)
 
 
 def _softmax_row(index: int, row: tuple[Num, ...], num: Evaluator) -> SoftmaxRow:
@@ -428,7 +427,8 @@ def _exp(x: sympy.Expr) -> sympy.Expr:
     return sympy.exp(x)
 
 
-def blend_step(weights: Step, v: Step, num: Evaluator, rows_sum_to_one: bool = True) -> Step:
+def blend_step(name: str, formula: str, weights: Step, v: Step, num: Evaluator,
+               rows_sum_to_one: bool = True) -> Step:
     """output = weights · V: each output row blends the value rows by that row's weights.
 
     ``rows_sum_to_one`` is False after the column-wise softmax mistake.
@@ -440,8 +440,7 @@ def blend_step(weights: Step, v: Step, num: Evaluator, rows_sum_to_one: bool = T
                                                    for column in columns), softmax_rows.get(i))
                     for i, row in enumerate(weights.entries))
     entries = tuple(w.result for w in working)
-    return Step(name="output", formula="output = weights V", kind="blend",
-                entries=entries, working=working)
+    return Step(name=name, formula=formula, kind="blend", entries=entries, working=working)
 
 
 def _shared_denominator(weights: list) -> sympy.Expr | None:

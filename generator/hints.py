@@ -11,29 +11,29 @@ adds up from the numbers it prints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from . import formatting as fmt
-from . import steps
+from . import ops, steps
 
-# How to start each op by hand; {{ a }} and {{ b }} are the symbols of the step's inputs.
-HOW = {
-    "product": "entry (1, 1) is {{ row }} 1 of ${{ a }}$ dotted with {{ col }} 1 of ${{ b }}$; "
-               "the others likewise.",
-    "blend": "row 1 adds up the rows of ${{ b }}$, each times its weight in row 1 of ${{ a }}$.",
-    "scaling": "scale every entry of ${{ a }}$ alike: divide it by $\\sqrt{d_k}$ (or multiply it "
-               "by the scale the problem gives).",
-    "masking": r"copy ${{ a }}$, then write $-\infty$ wherever key $j$ comes after query $i$.",
-    "softmax": "$e$ to the power of each entry of a row of ${{ a }}$, add them up, divide each "
-               "by the sum.",
-    "add": "add the matrices entry by entry.",
-    "jacobian": r"on the diagonal $a_i\,(1 - a_i)$; off it $-a_i a_j$.",
-    "softmax-backward": "row by row: first the dot product of the row of ${{ a }}$ with the row "
-                        "of ${{ b }}$; then each entry of ${{ a }}$ times (its entry of ${{ b }}$ "
-                        "minus that dot product).",
-    "concat": "put the heads' outputs side by side, head 1 on the left.",
-    "given": "take this head's block of columns (head 1 the first half).",
-}
 PICKED = "read it off the matrices shown above, in the new order."
+
+
+@dataclass(frozen=True)
+class OpHint:
+    """An op's hint face (see ops): how to start a step of it by hand, and its first entry's
+    working.  ``how`` is prose, where {{ a }} and {{ b }} are the symbols of the step's
+    inputs, {{ row }} and {{ col }} what of them a product's first entry takes; ``first``
+    (a ``FirstEntry`` -> plain text) writes its first entry or row, or is None for none;
+    ``says_places`` whether the hint notes that the key's working carries more places than
+    the page shows (a softmax row says its own: the exponentials' places)."""
+
+    how: str
+    first: Callable | None = None
+    says_places: bool = True
+
+
+NO_HINT = OpHint("")  # an op whose hint is its formula alone
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def hint_of(question, step, head: int | None, decimals: int, table_places: int |
                 inputs = [steps.symbol(name, head) for name in step_def.inputs if "." not in name]
                 symbols = dict(zip("ab", inputs), row="column" if step_def.transpose_left else "row",
                                col="row" if step_def.transpose else "column")
-                return Hint(HOW[step_def.op], symbols,
+                return Hint(ops.op(step_def.op).hint.how, symbols,
                             first_working(step, step_def, head, decimals, table_places))
     return Hint(PICKED)
 
@@ -89,44 +89,86 @@ def _listed(indices) -> str:
 
 def first_working(step, step_def, head: int | None, decimals: int,
                   table_places: int | None = None) -> str:
-    """The working of a step's first entry (or row), with the key's numbers; where they carry
-    more places than the page shows, the hint says so beside them."""
-    if not step.working:
+    """The working of a step's first entry (or row), with the key's numbers, by its op's hint
+    face; where they carry more places than the page shows, the hint says so beside them."""
+    computed_by = ops.registered().get(step.kind)
+    hint = computed_by.hint if computed_by else NO_HINT
+    if not step.working or hint.first is None:
         return ""
     places = fmt.working_places(step.working[0], decimals)
-    working = _first_working(step, step_def, head, decimals, places, table_places)
-    if working and places > decimals and step.kind != "softmax":
+    working = hint.first(FirstEntry(step, step_def, head, decimals, places, table_places))
+    if working and places > decimals and hint.says_places:
         working += (f" (The key works from {places} places, more than the {decimals} shown, so "
                     "that the line adds up; from the shown values you may differ in the last "
                     "digit, which is marked right.)")
     return working
 
 
-def _first_working(step, step_def, head: int | None, decimals: int, places: int,
-                   table_places: int | None = None) -> str:
-    line = step.working[0]
-    text = lambda n: fmt.decimal_text(n, places)  # noqa: E731 (an operand, as the key writes it)
-    # the line's own place: a row question's one row is row 3 of S̃, not row 1
-    entry = f"{fmt.plain_entry_symbol(step.name, head)}[{line.row + 1},{getattr(line, 'col', 0) + 1}]"
-    if step.kind == "product":
-        return f"{entry} = {products(line.pairs, text)} {_result(line.result, decimals)}."
-    if step.kind == "scaling":
-        how = (f"{text(line.score)} / {text(line.divisor)}" if line.divisor
-               else f"{text(line.factor)} · {fmt.parenthesized(text(line.score))}")
-        return f"{entry} = {how} {_result(line.result, decimals)}."
-    if step.kind == "softmax":
-        return softmax_row(line, table_places or places)
-    if step.kind == "softmax-backward":
-        pairs = zip(line.weights, line.upstream)
-        return f"the dot product {products(pairs, text)} {_result(line.dot, decimals)}."
-    if step.kind == "jacobian":
-        return f"{entry} = {text(line.a_i)}·(1 - {text(line.a_j)}) {_result(line.result, decimals)}."
-    if step.kind == "blend":
-        rows = fmt.plain_entry_symbol(step_def.inputs[1], head)
-        terms = [f"{text(weight)}·(row {k + 1} of {rows})" for k, weight in enumerate(line.weights)]
-        return (f"row {line.row + 1} of {fmt.plain_entry_symbol(step.name, head)} = "
-                + " + ".join(terms) + ".")
-    return ""
+@dataclass(frozen=True)
+class FirstEntry:
+    """What a hint's first line of working is written from: the step, the plan's step that
+    computed it, its head, the page's decimals, the places the key's line gives its operands,
+    and the no-calculator table's places (its softmax rows' exponentials), or None."""
+
+    step: object
+    step_def: object
+    head: int | None
+    decimals: int
+    places: int
+    table_places: int | None
+
+    @property
+    def line(self):
+        return self.step.working[0]
+
+    @property
+    def entry(self) -> str:
+        """The line's own place: a row question's one row is row 3 of S̃, not row 1."""
+        line = self.line
+        return (f"{fmt.plain_entry_symbol(self.step.name, self.head)}"
+                f"[{line.row + 1},{getattr(line, 'col', 0) + 1}]")
+
+    def text(self, num) -> str:
+        """An operand, as the key's line writes it."""
+        return fmt.decimal_text(num, self.places)
+
+    def result(self, num) -> str:
+        """A result, to the shown decimals: "= 0.5", or "≈ 0.3333"."""
+        sign = "=" if fmt.is_exact_at(num, self.decimals) else "≈"
+        return f"{sign} {fmt.decimal_text(num, self.decimals)}"
+
+
+# The first-entry faces of the built-in ops' hints (``builtin_ops``).
+def product_first(w: FirstEntry) -> str:
+    return f"{w.entry} = {products(w.line.pairs, w.text)} {w.result(w.line.result)}."
+
+
+def scaling_first(w: FirstEntry) -> str:
+    line = w.line
+    how = (f"{w.text(line.score)} / {w.text(line.divisor)}" if line.divisor
+           else f"{w.text(line.factor)} · {fmt.parenthesized(w.text(line.score))}")
+    return f"{w.entry} = {how} {w.result(line.result)}."
+
+
+def softmax_first(w: FirstEntry) -> str:
+    return softmax_row(w.line, w.table_places or w.places)
+
+
+def softmax_backward_first(w: FirstEntry) -> str:
+    pairs = zip(w.line.weights, w.line.upstream)
+    return f"the dot product {products(pairs, w.text)} {w.result(w.line.dot)}."
+
+
+def jacobian_first(w: FirstEntry) -> str:
+    line = w.line
+    return f"{w.entry} = {w.text(line.a_i)}·(1 - {w.text(line.a_j)}) {w.result(line.result)}."
+
+
+def blend_first(w: FirstEntry) -> str:
+    rows = fmt.plain_entry_symbol(w.step_def.inputs[1], w.head)
+    terms = [f"{w.text(weight)}·(row {k + 1} of {rows})" for k, weight in enumerate(w.line.weights)]
+    return (f"row {w.line.row + 1} of {fmt.plain_entry_symbol(w.step.name, w.head)} = "
+            + " + ".join(terms) + ".")
 
 
 def products(pairs, text) -> str:
@@ -144,7 +186,3 @@ def softmax_row(line, places: int) -> str:
         f"{'=' if fmt.is_exact_at(e, places) else '≈'} {fmt.decimal_text(e, places)}"
         for x, e in zip(line.inputs, line.exponentials))
     return f"Row {line.row + 1}: {powers}; sum = {fmt.printed_sum(line.exponentials, places)}."
-
-
-def _result(num, decimals: int) -> str:
-    return f"{'=' if fmt.is_exact_at(num, decimals) else '≈'} {fmt.decimal_text(num, decimals)}"

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import ops
+
 MARGIN = 1.25  # over the first-order bound: the second order and float noise
 FLOOR = 1e-9  # an exact key still allows float noise
 
@@ -109,10 +111,12 @@ def _shown_exactly(value, u: float):
 def propagate(step, inputs: list[np.ndarray], errors: list[np.ndarray], u: float, spec) -> np.ndarray:
     """How far the step's result can move when each input moves by up to its error, and the
     student rounds what the step itself writes down (exponentials, sqrt(d_k))."""
-    return RULES[step.op](step, inputs, errors, u, spec)
+    return ops.op(step.op).tolerance(step, inputs, errors, u, spec)
 
 
-def _product(step, inputs, errors, u, spec):
+# Each op's tolerance face (see ops, builtin_ops): (step_def, input arrays, their errors, u,
+# spec) -> how far each entry of the result can move.
+def product_tolerance(step, inputs, errors, u, spec):
     (a, b), (ea, eb) = inputs, errors
     if step.transpose_left:
         a, ea = a.T, ea.T
@@ -121,7 +125,7 @@ def _product(step, inputs, errors, u, spec):
     return ea @ np.abs(b) + np.abs(a) @ eb + ea @ eb
 
 
-def _scaling(step, inputs, errors, u, spec):
+def scaling_tolerance(step, inputs, errors, u, spec):
     (x,), (e,) = inputs, errors
     if step.factor == "one":
         return e
@@ -136,12 +140,12 @@ def _scaling(step, inputs, errors, u, spec):
     return abs(factor) * e + np.abs(x) * written
 
 
-def _masking(step, inputs, errors, u, spec):
+def masking_tolerance(step, inputs, errors, u, spec):
     return np.where(np.isinf(inputs[0]) | np.triu(np.ones_like(errors[0], dtype=bool), k=1),
                     0.0, errors[0])
 
 
-def _softmax(step, inputs, errors, u, spec):
+def softmax_tolerance(step, inputs, errors, u, spec):
     """d w_j / d z_k = w_j (delta_jk - w_k); each exponential written to the shown places
     moves w_j by (delta_jk - w_j) / sum of the exponentials."""
     z, e = inputs[0], errors[0]
@@ -164,11 +168,11 @@ def _softmax_rows(z: np.ndarray, e: np.ndarray, u: float) -> np.ndarray:
     return bounds
 
 
-def _add(step, inputs, errors, u, spec):
+def add_tolerance(step, inputs, errors, u, spec):
     return sum(errors[1:], errors[0])
 
 
-def _softmax_backward(step, inputs, errors, u, spec):
+def softmax_backward_tolerance(step, inputs, errors, u, spec):
     """r_ij = a_ij (g_ij - s_i), s_i = sum_k a_ik g_ik: each input's error times its partial
     derivative's size, and the row's dot product s_i as the student writes it."""
     (a, g), (ea, eg) = inputs, errors
@@ -177,21 +181,16 @@ def _softmax_backward(step, inputs, errors, u, spec):
     return np.abs(g - s) * ea + np.abs(a) * (eg + es)
 
 
-def _concat(step, inputs, errors, u, spec):
+def concat_tolerance(step, inputs, errors, u, spec):
     return np.hstack(errors)
 
 
-def _jacobian(step, inputs, errors, u, spec):
+def jacobian_tolerance(step, inputs, errors, u, spec):
     """J_ij = a_i (delta_ij - a_j): both factors' errors, and their product."""
     a, e = inputs[0][0], errors[0][0]
     delta = np.eye(len(a))
     return (e[:, None] * np.abs(delta - a[None, :]) + np.abs(a)[:, None] * e[None, :]
             + e[:, None] * e[None, :])
-
-
-RULES = {"product": _product, "blend": _product, "scaling": _scaling, "masking": _masking,
-         "softmax": _softmax, "add": _add, "concat": _concat,
-         "softmax-backward": _softmax_backward, "jacobian": _jacobian}
 
 
 def _bounded(error: np.ndarray) -> np.ndarray:
@@ -204,41 +203,30 @@ def _bounded(error: np.ndarray) -> np.ndarray:
 # (A, or A₁ in head 1); ``before`` gives the StepDef that computes a name, or None; ``whole``
 # is the spec of the whole question where the step is one head's (whose d_k is the head's).
 def slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
-    """The common slips of ``step`` (a StepDef of a plan), each (change, what the page says)."""
-    found = _product_slips(step, sym) if step.op in ("product", "blend") else []
-    rule = SLIPS.get(step.op)
-    return found + (rule(step, sym, spec, before, whole) if rule else [])
+    """The common slips of ``step`` (a StepDef of a plan), each (change, what the page says):
+    its op's slips face (see ops, builtin_ops)."""
+    return ops.op(step.op).slips(step, sym, spec, before, whole)
 
 
-# Why a product is the way round it is, where a student most often turns it.
-WHY = {"scores": "entry (i, j) is query i dotted with key j",
-       "output": "row i blends the rows of the values with query i's weights",
-       "dV": "row j gathers every query's gradient, weighted by how much it attends to key j",
-       "dweights": "entry (i, j) is query i's gradient dotted with value j",
-       "dQ": "query i's row of the gradient weighs the keys",
-       "dK": "key j's column of the gradient weighs the queries"}
-# The input a student most often takes instead of the second one.
-MIXED_UP = {"dQ": "Q", "dK": "K", "output": "K"}
-
-
-def _product_slips(step, sym) -> list[tuple[dict, str]]:
+def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
     """A product turned: a transpose left off or added on either side, the factors in the
-    other order, or the wrong matrix taken."""
+    other order, or the wrong matrix taken (the step's ``mixed_up`` input); said with why
+    the product is the way round it is (the step's ``why``)."""
     def text(inputs=step.inputs, left=step.transpose_left, right=step.transpose):
         return f"{sym(inputs[0])}{'ᵀ' if left else ''} {sym(inputs[1])}{'ᵀ' if right else ''}"
     right = text() if sym(step.name) == text().replace(" ", "") else f"{sym(step.name)} = {text()}"
-    right += f": {WHY[step.name]}" if step.name in WHY else ""
+    right += f": {step.why}" if step.why else ""
     turned = [{"transpose_left": not step.transpose_left}, {"transpose": not step.transpose},
               {"inputs": list(step.inputs[::-1])}]
-    if step.name in MIXED_UP:
-        turned.append({"inputs": [step.inputs[0], MIXED_UP[step.name]]})
+    if step.mixed_up:
+        turned.append({"inputs": [step.inputs[0], step.mixed_up]})
     change = lambda c: {"op": "product", **c}
     said = lambda c: text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),
                           c.get("transpose", step.transpose))
     return [(change(c), f"this is {said(c)}, not {right}") for c in turned]
 
 
-def _scaling(step, sym, spec, before, whole=None):
+def scaling_slips(step, sym, spec, before, whole=None):
     me, of = sym(step.name), sym(step.inputs[0])
     if spec.scale is not None:
         return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {spec.scale}·{of}")]
@@ -253,7 +241,7 @@ def _scaling(step, sym, spec, before, whole=None):
                                                f"{me} = {of}/√d_k")]
 
 
-def _softmax(step, sym, spec, before, whole=None):
+def softmax_slips(step, sym, spec, before, whole=None):
     me, of = sym(step.name), sym(step.inputs[0])
     found = [({"by_columns": True}, f"this is softmax down each column: it runs along each row "
                                     f"of {of}, so that each row of {me} sums to 1"),
@@ -271,30 +259,27 @@ def _softmax(step, sym, spec, before, whole=None):
     return found
 
 
-def _softmax_backward(step, sym, spec, before, whole=None):
+def softmax_backward_slips(step, sym, spec, before, whole=None):
     me, a, da = sym(step.name), sym(step.inputs[0]), sym(step.inputs[1])
     return [({"rowsum": False}, f"the row-sum term is missing: {me}ᵢⱼ = {a}ᵢⱼ({da}ᵢⱼ − Σₖ {a}ᵢₖ{da}ᵢₖ), "
                                 f"not {a}ᵢⱼ{da}ᵢⱼ")]
 
 
-def _add(step, sym, spec, before, whole=None):
+def add_slips(step, sym, spec, before, whole=None):
     whole = " + ".join(sym(n) for n in step.inputs)
     return [({"inputs": [n for n in step.inputs if n != left_out]},
              f"{sym(left_out)} is missing: {sym(step.name)} = {whole}") for left_out in step.inputs]
 
 
-def _concat(step, sym, spec, before, whole=None):
+def concat_slips(step, sym, spec, before, whole=None):
     return [({"inputs": list(step.inputs[::-1])}, f"the heads are the wrong way round: {sym(step.name)} "
              f"= [{', '.join(sym(n) for n in step.inputs)}], head 1 on the left")]
 
 
-def _jacobian_slips(step, sym, spec, before, whole=None):
+def jacobian_slips(step, sym, spec, before, whole=None):
     me, a = sym(step.name), sym(step.inputs[0])
     return [({"off_diagonal_sign": 1}, f"the entries off the diagonal have the wrong sign: "
                                        f"{me}ᵢⱼ = −{a}ᵢ{a}ⱼ for i ≠ j, and {me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ)"),
             ({"diagonal": False}, f"the diagonal's {a}ᵢ is missing: {me} = diag({a}) − {a}ᵀ{a}, so "
                                   f"{me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ), not −{a}ᵢ²")]
 
-
-SLIPS = {"scaling": _scaling, "softmax": _softmax, "softmax-backward": _softmax_backward,
-         "add": _add, "concat": _concat, "jacobian": _jacobian_slips}

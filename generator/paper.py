@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from . import ops
 from .exact import shown
 from .questions import Question
 from .roster import Student
@@ -60,30 +61,50 @@ def part_seconds(part, calculator: bool = True) -> int:
 
 
 def _step_seconds(step, calculator: bool) -> int:
-    rows, columns = step.shape
-    cost = partial(seconds, calculator=calculator)
-    if step.kind == "product":
-        terms = sum(len(line.pairs) for line in step.working)
-        term = "long product term" if _has_long_factors(step) else "product term"
-        return terms * cost(term) + rows * columns * cost("product entry")
-    if step.kind == "softmax":
-        shown = sum(e is not None for line in step.working for e in line.exponentials)
-        return (shown * (cost("exponential") + cost("quotient"))
-                + len(step.working) * cost("row sum"))
-    if step.kind == "blend":
-        return sum(len(line.weights) for line in step.working) * columns * cost("blend term")
-    if step.kind == "softmax-backward":  # a row's a·g, then a_j (g_j - a·g) for each entry
-        if _has_short_weights(step):  # a_k·g_k of two-place weights and halves, then a_j (...)
-            return rows * columns * (cost("product term") + cost("short weight term")
-                                     + cost("product entry"))
-        return rows * columns * (2 * cost("long product term") + cost("product entry"))
-    if step.kind == "jacobian":
-        term = "short weight term" if _has_short_weights(step) else "long product term"
-        return rows * columns * (cost(term) + cost("product entry"))
-    if step.kind == "add":
-        return rows * columns * (cost("product term") + cost("product entry"))
-    per_entry = {"scaling": "scaling", "masking": "masking"}.get(step.kind, "copy entry")
-    return rows * columns * cost(per_entry)
+    """By the seconds face of the op that computed the step (``ops``); a step no op computes
+    (a permutation) is copied entry by entry."""
+    computed_by = ops.registered().get(step.kind)
+    return (computed_by.seconds if computed_by else copy_seconds)(
+        step, partial(seconds, calculator=calculator))
+
+
+# The seconds faces of the built-in ops (``builtin_ops``): (step, cost) -> seconds, where
+# cost(item) is one item's seconds of SECONDS at the paper's rate.
+def each_entry(*items: str):
+    """Seconds for each entry of the step: the items of SECONDS each entry asks."""
+    return lambda step, cost: step.shape[0] * step.shape[1] * sum(cost(item) for item in items)
+
+
+copy_seconds = each_entry("copy entry")
+
+
+def product_seconds(step, cost) -> int:
+    terms = sum(len(line.pairs) for line in step.working)
+    term = "long product term" if _has_long_factors(step) else "product term"
+    return terms * cost(term) + step.shape[0] * step.shape[1] * cost("product entry")
+
+
+def softmax_seconds(step, cost) -> int:
+    shown = sum(e is not None for line in step.working for e in line.exponentials)
+    return shown * (cost("exponential") + cost("quotient")) + len(step.working) * cost("row sum")
+
+
+def blend_seconds(step, cost) -> int:
+    return sum(len(line.weights) for line in step.working) * step.shape[1] * cost("blend term")
+
+
+def softmax_backward_seconds(step, cost) -> int:
+    """A row's a·g, then a_j (g_j - a·g) for each entry; a_k·g_k of two-place weights and
+    halves, when the row of weights is given to a few places."""
+    if _all_rational(a for line in step.working for a in line.weights):
+        return each_entry("product term", "short weight term", "product entry")(step, cost)
+    return each_entry("long product term", "long product term", "product entry")(step, cost)
+
+
+def jacobian_seconds(step, cost) -> int:
+    short = _all_rational(line.a_i for line in step.working)
+    return each_entry("short weight term" if short else "long product term",
+                      "product entry")(step, cost)
 
 
 def _has_long_factors(step) -> bool:
@@ -94,11 +115,9 @@ def _has_long_factors(step) -> bool:
                    for line in step.working for a, b in line.pairs)
 
 
-def _has_short_weights(step) -> bool:
-    """A softmax backward step or a Jacobian worked from a row of weights given to a few
-    places (rational), not from softmax's own (irrational, written to four places)."""
-    weights = ([a for line in step.working for a in line.weights] if step.kind == "softmax-backward"
-               else [line.a_i for line in step.working])
+def _all_rational(weights) -> bool:
+    """Weights given to a few places (rational), not softmax's own (irrational, written to
+    four places): a softmax backward step's or a Jacobian's, worked from a row given so."""
     return all(a.exact.is_Rational for a in weights)
 
 

@@ -3,7 +3,8 @@
 Templates hold layout; numbers become text only through ``formatting``.  A
 user's template folder (``--templates DIR``) is searched before the built-in
 one, so a teacher overrides one file and keeps the rest.  Each step is drawn by
-the first template found of ``steps/<name>``, ``steps/<kind>``, ``steps/default``.
+the first template found of ``steps/<name>``, ``steps/<kind>`` and its op's own
+(``ops.working_template``: ``steps/<op>``, or ``steps/default``).
 
 In LaTeX everything a template prints is escaped (pylatex's ``escape_latex``)
 unless it is marked trusted with ``NoEscape``; only ``formatting`` makes those.
@@ -28,7 +29,7 @@ from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 
 from . import formatting as fmt
-from . import insight, steps
+from . import insight, ops, steps
 from .engine import Num
 from .kinds import TYPES
 from .lockstep import Versions, in_step
@@ -36,14 +37,8 @@ from .prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
 from .paper import DocumentInfo, Paper, writing_lines
 from .teacher_text import markdown_code_span, markdown_literal
 from .private import private_cache
-from .template_files import CheckedLoader
+from .template_files import BUILTIN_TEMPLATES, CheckedLoader
 from .typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
-
-# In the repository (and an editable install) the templates are at its top; an installed
-# wheel carries them inside the package.
-BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parent.parent / "templates",
-                                               Path(__file__).resolve().parent / "templates")
-                         if folder.is_dir())
 
 
 def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
@@ -428,6 +423,7 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         auto_reload=False,  # a template is read once a run: no stat of its file at every include
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
+    environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
     environment.filters["num_of"] = lambda x: Num.of(_exact_number(x))

@@ -8,8 +8,9 @@ problem skips (the scaling, at scale 1; the mask, with no mask) hands its own in
 
 Everything that walks the pipeline reads a plan: the engine (exact arithmetic), the
 numpy cross-check (its own float arithmetic), the practice page's script (the
-student's own values), the JSON and the templates.  Each keeps its own arithmetic
-per ``op``; a new step of an existing op is one ``register`` call.
+student's own values), the JSON and the templates.  Each finds a step's op in the op
+registry (``ops``), which carries all of an op's faces; a new step of a registered op
+is one ``register`` call, and a new op one ``ops.register_op`` call.
 """
 
 from __future__ import annotations
@@ -17,16 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-# How each step is computed; the engine, the cross-check and the page's script each
-# implement these (and only these), independently.
-OPS = ("given", "product", "scaling", "masking", "softmax", "blend", "add", "concat",
-       "softmax-backward", "jacobian")
+from . import ops
 
 
 @dataclass(frozen=True)
 class StepDef:
     name: str
-    op: str
+    op: str  # the registered op that computes it (ops.OPS)
     inputs: tuple[str, ...] = ()
     symbol: str = ""  # in TeX: S, \tilde{S}; a head's steps add its number (S_1)
     text: str = ""  # the formula in plain words ("{0}" is the first input as computed)
@@ -41,6 +39,10 @@ class StepDef:
     by_columns: bool = False  # softmax: down each column (a mistake), not along each row
     rows_sum_to_one: bool = True  # blend: the weights' rows sum to 1 (exact forms may simplify)
     asks_shape: bool = False  # a part asking this step asks its shape too (its prompt says so)
+    factor_text: str = ""  # scaling: the formula in plain words when a factor other than
+                           # 1/sqrt(d_k) scales it (the spec's scale, a mistake's 1 or 1/d_k)
+    why: str = ""  # a product: why it is the way round it is, said where a student turns it
+    mixed_up: str = ""  # a product: the input a student most often takes instead of the second
 
     @property
     def is_given(self) -> bool:
@@ -67,9 +69,15 @@ def register(step: StepDef, before: str | None = None, takes_place_of: str | Non
              pipeline: bool = True) -> None:
     """Describe a step (or describe it anew).  ``before`` puts a new step into the
     pipeline ahead of that one; ``takes_place_of`` makes every later step that read that
-    name read this step instead (a positional encoding added to X, say)."""
-    if step.op not in OPS:
-        raise ValueError(f"step {step.name}: op must be one of {', '.join(OPS)}")
+    name read this step instead (a positional encoding added to X, say).  Its op must be
+    registered (``ops.register_op``)."""
+    if step.op not in ops.registered():
+        raise ValueError(f"step {step.name}: op must be a registered one: {', '.join(ops.OPS)}")
+    _enter(step, before, takes_place_of, pipeline)
+
+
+def _enter(step: StepDef, before: str | None = None, takes_place_of: str | None = None,
+           pipeline: bool = True) -> None:
     if takes_place_of:  # it stands in for that input only where it can be computed
         step = replace(step, optional=True)
     REGISTRY[step.name] = step
@@ -169,26 +177,39 @@ def shapes(steps: tuple[StepDef, ...], given: dict[str, tuple[int, int]]) -> dic
 
 
 def _shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    return ops.op(step.op).shape(step, inputs)
+
+
+# The shape faces of the built-in ops (``builtin_ops``); scaling, masking and softmax keep
+# their input's shape (``ops.keeps_shape``).
+def product_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    first = inputs[0][::-1] if step.transpose_left else inputs[0]
+    right = inputs[1][::-1] if step.transpose else inputs[1]
+    if first[1] != right[0]:
+        raise ValueError(f"{step.worded()}: {step.inputs[0]} has {first[1]} columns but "
+                         f"{step.inputs[1]} has {right[0]} "
+                         f"{'columns' if step.transpose else 'rows'}")
+    return first[0], right[1]
+
+
+def same_shapes(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    """Inputs of one shape, which the result keeps (an elementwise op: add)."""
     first = inputs[0]
-    if step.op in ("product", "blend"):
-        first = first[::-1] if step.transpose_left else first
-        right = inputs[1][::-1] if step.transpose else inputs[1]
-        if first[1] != right[0]:
-            raise ValueError(f"{step.worded()}: {step.inputs[0]} has {first[1]} columns but "
-                             f"{step.inputs[1]} has {right[0]} "
-                             f"{'columns' if step.transpose else 'rows'}")
-        return first[0], right[1]
     for name, shape in zip(step.inputs[1:], inputs[1:]):
-        if step.op in ("add", "softmax-backward") and shape != first:
+        if shape != first:
             raise ValueError(f"{step.worded()}: {step.inputs[0]} is {first[0]}x{first[1]} but "
                              f"{name} is {shape[0]}x{shape[1]}")
-    if step.op == "jacobian":
-        return first[1], first[1]
-    if step.op == "concat":
-        if len({rows for rows, _ in inputs}) > 1:
-            raise ValueError(f"{step.worded()}: the parts have different numbers of rows")
-        return first[0], sum(columns for _, columns in inputs)
-    return first  # scaling, masking, softmax and add keep their input's shape
+    return first
+
+
+def jacobian_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    return inputs[0][1], inputs[0][1]
+
+
+def concat_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    if len({rows for rows, _ in inputs}) > 1:
+        raise ValueError(f"{step.worded()}: the parts have different numbers of rows")
+    return inputs[0][0], sum(columns for _, columns in inputs)
 
 
 def symbol(name: str, head: int | None = None) -> str:
@@ -198,21 +219,24 @@ def symbol(name: str, head: int | None = None) -> str:
     return base if head is None else f"{base}_{{{head}}}"
 
 
-# The built-in steps: attention's pipeline, and the heads' concatenation and projection.
+# The built-in steps: attention's pipeline, and the heads' concatenation and projection.  They
+# are entered without asking the op registry: its built-in ops are assembled from modules that
+# import this one (a test checks that every step's op is registered).
 for _step in (
     given_def("X", "X"), given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
     _projection("Q"), _projection("K"), _projection("V"),
     StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
             r"${{ 'scores' | sym }} = {{ 'Q' | sym }} {{ 'K' | sym }}^{\top}$",
             r"Compute the raw attention scores $S = QK^{\top}$: entry $(i, j)$ is query $i$ "
-            r"dotted with key $j$.", marks=2, transpose=True),
+            r"dotted with key $j$.", marks=2, transpose=True,
+            why="entry (i, j) is query i dotted with key j"),
     StepDef("scaled", "scaling", ("scores",), r"\tilde{S}", "scaled = scores / sqrt(d_k)",
             r"{% if spec.scale is none %}${{ 'scaled' | sym }} = {{ 'scores' | sym }} / \sqrt{d_k}$"
             r"{% else %}${{ 'scaled' | sym }} = {{ spec.scale | tex }}\, {{ 'scores' | sym }}$"
             r"{% endif %}",
             r"{% if spec.scale is none %}Scale the scores: $\tilde{S} = S / \sqrt{d_k}$."
             r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
-            when="scaled"),
+            when="scaled", factor_text="scaled = scale * scores"),
     StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
             r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the causal mask added",
             r"Apply the causal mask: write the masked scores $\hat{S} = "
@@ -225,9 +249,10 @@ for _step in (
     StepDef("output", "blend", ("weights", "V"), "O", "output = weights V",
             r"${{ 'output' | sym }} = {{ 'weights' | sym }} {{ 'V' | sym }}$",
             "Compute the output $O = AV$: each row is a blend of the value rows. What is its "
-            "shape?", marks=2, asks_shape=True),
+            "shape?", marks=2, asks_shape=True,
+            why="row i blends the rows of the values with query i's weights", mixed_up="K"),
 ):
-    register(_step)
+    _enter(_step)
 
 for _step in (
     replace(given_def("W_O", "W_O"), text="the output projection"),
@@ -238,7 +263,7 @@ for _step in (
             r"$Y = C\, W_O$", r"Project the concatenation: $Y = C\, W_O$. What is its shape?",
             marks=2, asks_shape=True),
 ):
-    register(_step, pipeline=False)
+    _enter(_step, pipeline=False)
 
 # The backward pass, taken where the upstream gradient dO = dL/dO is given (a loss such as
 # L = sum(O * G) gives dO = G); the weights and X only where X is given.
@@ -248,11 +273,12 @@ for _step in (
             r"$\mathrm{d}V = A^{\top}\, \mathrm{d}O$",
             r"Compute $\mathrm{d}V = A^{\top}\, \mathrm{d}O$: row $j$ of $\mathrm{d}V$ collects "
             r"every query's upstream gradient, weighted by how much that query attends to key $j$.",
-            marks=2, transpose_left=True),
+            marks=2, transpose_left=True,
+            why="row j gathers every query's gradient, weighted by how much it attends to key j"),
     StepDef("dweights", "product", ("dO", "V"), r"\mathrm{d}A", "dweights = dO V^T",
             r"$\mathrm{d}A = \mathrm{d}O\, V^{\top}$",
             r"Compute the gradient of the weights, $\mathrm{d}A = \mathrm{d}O\, V^{\top}$.",
-            marks=2, transpose=True),
+            marks=2, transpose=True, why="entry (i, j) is query i's gradient dotted with value j"),
     StepDef("dscaled", "softmax-backward", ("weights", "dweights"), r"\mathrm{d}\tilde{S}",
             "dscaled = weights * (dweights - rowsum(weights * dweights))",
             r"$\mathrm{d}\tilde{S}_{ij} = A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})$",
@@ -266,10 +292,12 @@ for _step in (
             r"$\mathrm{d}S = \mathrm{d}\tilde{S} / \sqrt{d_k}${% else %}$\mathrm{d}S = "
             r"{{ spec.scale | tex }}\, \mathrm{d}\tilde{S}${% endif %}.", when="scaled"),
     StepDef("dQ", "product", ("dscores", "K"), r"\mathrm{d}Q", "dQ = dscores K",
-            r"$\mathrm{d}Q = \mathrm{d}S\, K$", r"Compute $\mathrm{d}Q = \mathrm{d}S\, K$.", marks=2),
+            r"$\mathrm{d}Q = \mathrm{d}S\, K$", r"Compute $\mathrm{d}Q = \mathrm{d}S\, K$.", marks=2,
+            why="query i's row of the gradient weighs the keys", mixed_up="Q"),
     StepDef("dK", "product", ("dscores", "Q"), r"\mathrm{d}K", "dK = dscores^T Q",
             r"$\mathrm{d}K = \mathrm{d}S^{\top} Q$", r"Compute $\mathrm{d}K = \mathrm{d}S^{\top} Q$.",
-            marks=2, transpose_left=True),
+            marks=2, transpose_left=True, why="key j's column of the gradient weighs the queries",
+            mixed_up="K"),
     *(StepDef(f"dW_{n}", "product", ("X", f"d{n}"), rf"\mathrm{{d}}W_{n}", f"dW_{n} = X^T d{n}",
               rf"$\mathrm{{d}}W_{n} = X^{{\top}} \mathrm{{d}}{n}$",
               rf"Compute $\mathrm{{d}}W_{n} = X^{{\top}} \mathrm{{d}}{n}$.", transpose_left=True)
@@ -283,7 +311,7 @@ for _step in (
             r"Add up what reaches $X$ through each projection: $\mathrm{d}X = "
             r"\mathrm{d}X^{(Q)} + \mathrm{d}X^{(K)} + \mathrm{d}X^{(V)}$."),
 ):
-    register(_step)
+    _enter(_step)
 
 # One row of the backward pass on its own (a backward question that asks dV and one row of dS):
 # the row's gradient of the weights, through softmax, and through the scaling.
@@ -301,7 +329,7 @@ for _step in (
             r"{% else %}$\mathrm{d}s = {{ spec.scale | tex }}\, \mathrm{d}\tilde{s}${% endif %}, row "
             r"{{ spec.row + 1 }} of $\mathrm{d}S$", when="scaled"),
 ):
-    register(_step, pipeline=False)
+    _enter(_step, pipeline=False)
 
 # One row of softmax on its own: its Jacobian J = diag(a) - a^T a, applied to a gradient g.
 for _step in (
@@ -314,4 +342,4 @@ for _step in (
             r"$g J$", r"Apply it to the gradient: $g J$ (J is symmetric, so this is $(J g^{\top})^{\top}$).",
             marks=2),
 ):
-    register(_step, pipeline=False)
+    _enter(_step, pipeline=False)

@@ -19,6 +19,11 @@ from jinja2.loaders import split_template_path
 from .inputs import MAX_TEMPLATE_BYTES, InputError, check_folder, checked_files, read_text
 
 WHAT = "a template"
+# In the repository (and an editable install) the templates are at its top; an installed
+# wheel carries them inside the package.
+BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parent.parent / "templates",
+                                               Path(__file__).resolve().parent / "templates")
+                         if folder.is_dir())
 
 
 def teacher_templates(folder: Path) -> list[Path]:

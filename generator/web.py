@@ -9,6 +9,7 @@ from the network.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from fractions import Fraction
@@ -19,7 +20,7 @@ from markupsafe import Markup, escape
 
 from . import formatting as fmt
 from .paper import DocumentInfo, Paper
-from . import steps
+from . import ops, steps
 from .hints import hint_of, pick_hint
 from .prose import mathml, plain_maths, spoken
 from .render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
@@ -27,6 +28,8 @@ from .marking import Tolerances, slips
 from .teacher_text import cloze_literal
 
 PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
+# The line of practice.js's OPS table that each registered op's script face takes the place of.
+OPS_LINE = "    /* the registered ops' own functions (each op's script face: web.practice_script) */\n"
 
 
 def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
@@ -55,13 +58,35 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
     into ``workspace`` as they are rendered, when there is one)."""
     environment = web_environment(info.decimals, user_templates, "html")
     template = environment.get_template("html/practice.html.j2")
-    script = Markup(PRACTICE_SCRIPT.read_text(encoding="utf-8"))
+    script = Markup(practice_script())
     pages = {}
     for paper in keys:
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
         pages[name] = rendered(template, workspace, name, paper=paper, info=info, script=script,
                                data=practice_data(paper, info.decimals))
     return pages
+
+
+def practice_script() -> str:
+    """The page's script: practice.js, its OPS table holding each registered op's own
+    function (its script face), in the registry's order; an op the page never computes (a
+    given) has none."""
+    script = PRACTICE_SCRIPT.read_text(encoding="utf-8")
+    if OPS_LINE not in script:
+        raise ValueError(f"{PRACTICE_SCRIPT}: the line its OPS table's ops go in is missing")
+    return script.replace(OPS_LINE, "".join(_ops_entry(op) for op in ops.registered().values()
+                                            if op.script))
+
+
+def _ops_entry(op) -> str:
+    """An op's entry in the OPS table: its name, and its function indented as the table is."""
+    function = op.script.rstrip("\n").replace("\n", "\n    ")
+    return f"    {_js_key(op.name)}: {function},\n"
+
+
+def _js_key(name: str) -> str:
+    """A property name as JavaScript writes it: softmax, or "softmax-backward" quoted."""
+    return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else json.dumps(name)
 
 
 def rendered(template, workspace: Path | None, name: str, **values) -> str | Path:

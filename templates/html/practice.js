@@ -57,20 +57,7 @@
   // dot product left out; divided: false, a softmax's exponentials not divided by their sum;
   // off_diagonal_sign: 1 and diagonal: false, a Jacobian's slips).
   const OPS = {
-    product: (step, a, b) => matmul(step.transpose_left ? transpose(a) : a, step.transpose ? transpose(b) : b),
-    scaling: (step, a) => a.map((row) => row.map((x) => x * step.factor)),
-    masking: (step, a) => a.map((row, i) => row.map((x, j) => (j > i ? -Infinity : x))),
-    softmax: (step, a) => (step.divided === false ? exponentials(a)
-      : step.by_columns ? transpose(softmaxRows(transpose(a))) : softmaxRows(a)),
-    blend: (step, a, b) => matmul(a, b),
-    add: (step, ...terms) => terms[0].map((row, i) => row.map((_, j) => terms.reduce((s, t) => s + t[i][j], 0))),
-    jacobian: (step, a) => a[0].map((ai, i) => a[0].map((aj, j) => (i !== j ? (step.off_diagonal_sign || -1) * ai * aj
-      : (step.diagonal === false ? 0 : ai) - ai * aj))),
-    "softmax-backward": (step, a, g) => a.map((row, i) => {
-      const dot = step.rowsum === false ? 0 : row.reduce((s, x, k) => s + x * g[i][k], 0);
-      return row.map((x, j) => x * (g[i][j] - dot));
-    }),
-    concat: (step, ...parts) => parts[0].map((_, i) => [].concat(...parts.map((p) => p[i]))),
+    /* the registered ops' own functions (each op's script face: web.practice_script) */
     // a matrix read off another, its rows and columns picked: a head's block of Q, A' = PAP^T
     pick: (step, a) => step.rows.map((i) => step.columns.map((j) => (a[i] && j in a[i] ? a[i][j] : NaN))),
   };

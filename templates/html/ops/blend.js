@@ -1,0 +1,1 @@
+(step, a, b) => matmul(a, b)

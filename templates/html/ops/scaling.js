@@ -1,0 +1,1 @@
+(step, a) => a.map((row) => row.map((x) => x * step.factor))
