@@ -3,3 +3,16 @@
 # The built-in question types register themselves (their order is kinds.BUILT_IN's).
 from .kinds import full, row, mistake, permute, masked, heads, concept, backward  # noqa: F401,I001
 from .kinds import softmax_jacobian  # noqa: F401,E402
+
+# The library's front door (``api``), loaded when first asked for: ``from generator import
+# Options, generate``.  Late, so that importing one module of the package (a forked child's,
+# a test's) does not load the whole run.
+_FRONT_DOOR = {"generate": "api", "Result": "api", "Options": "options", "UsageError": "options"}
+__all__ = list(_FRONT_DOOR)
+
+
+def __getattr__(name: str):
+    if name not in _FRONT_DOOR:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+    return getattr(import_module(f".{_FRONT_DOOR[name]}", __name__), name)

@@ -1,18 +1,17 @@
 """Stages 1 and 2, wired: which problems a run sets, and each one built and verified.
 
-From the run's options (the command line's, or a test's): the specs of every version
-(a teacher's file, a record's one problem, or random draws, fitted to a length if
-asked), then each question built by its type and every solution inside it held
-against the independent numpy pipeline.  The CLI and the tests both call this.
+From the run's ``Options`` (``generator.options``): the specs of every version (a teacher's
+file, a record's one problem, or random draws, fitted to a length if asked), then each
+question built by its type and every solution inside it held against the independent numpy
+pipeline.  ``generate`` (``generator.api``) and the tests call this.
 """
 
 from __future__ import annotations
 
-import argparse  # the run's options: the command line's Namespace, or a test's
 import shlex
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
 
@@ -22,16 +21,19 @@ from .exact import to_float
 from .exam_key import load_or_create_key
 from .budget import Budget, fit
 from .questions import Question, build_question
-from .sampling import difficulty_of, draw_options, drawable_types, sample_problem, sample_set
+from .sampling import (DrawOptions, difficulty_of, draw_options, drawable_types, sample_problem,
+                       sample_set)
 from .kinds import default_mix
 from .lockstep import WINDOW, Versions
+from .options import (DECLARED, DEFAULT_COUNT, DEFAULT_DECIMALS, MAX_COUNT,  # noqa: F401
+                      OPTIONS, Options, given)
 from .spec import ProblemSpec, SpecError, load_recorded_problem, load_spec_file
 
-MAX_COUNT = 2000
-DEFAULT_COUNT = 20
-DEFAULT_DECIMALS = 4
 MAX_TOTAL_PROBLEMS = 5000
 IN_STEP_FROM = 2 * WINDOW  # versions: fewer are simply solved first
+# The options that override the preset: each a field of DrawOptions of the same name.
+OVERRIDES = tuple(f.name for f in fields(DrawOptions) if f.name in DECLARED
+                  and f.name not in ("difficulty", "decimals"))  # the preset, and what it shows
 
 
 def solve_checked(spec: ProblemSpec) -> Question:
@@ -45,70 +47,73 @@ def solve_checked(spec: ProblemSpec) -> Question:
     return question
 
 
-def problem_sets(args, seed: int, students) -> tuple[dict[int, Sequence[ProblemSpec]], list[str]]:
+def problem_sets(options: Options, seed: int, students) -> tuple[dict[int, Sequence[ProblemSpec]],
+                                                                 list[str]]:
     """The specs of each version (one version unless --versions or a roster asks for more;
     random ones drawn when first read, see ``Drawn``), and notes for the teacher on what the
     mix left out."""
-    if args.spec:
-        return {1: load_spec_file(Path(args.spec))}, []
-    if args.record:
-        return {1: [load_recorded_problem(args.record, args.problem)]}, []
-    versions = args.versions or (len(students) if students else 1)
-    options, types, skipped = draw_plan(args)
+    if options.spec:
+        return {1: load_spec_file(Path(options.spec))}, []
+    if options.record:
+        return {1: [load_recorded_problem(options.record, options.problem)]}, []
+    versions = options.versions or (len(students) if students else 1)
+    draw, types, skipped = draw_plan(options)
     notes = [f"the mix leaves out {kind} questions: {reason}" for kind, reason in skipped.items()]
-    if args.problem is not None:
-        return {1: [sample_problem(options, args.problem, types)]}, notes
+    if options.problem is not None:
+        return {1: [sample_problem(draw, options.problem, types)]}, notes
     forms = None
-    if (budget := budget_of(args)) is not None:  # every listed type, each sized to fit
-        fixed = frozenset(name for name, option in (("tokens", "tokens"), ("d_model", "d_model"),
-                                                    ("d_k", "dk"), ("d_v", "dv"))
-                          if getattr(args, option) is not None)
+    if (budget := budget_of(options)) is not None:  # every listed type, each sized to fit
+        fixed = frozenset(name for name in ("tokens", "d_model", "d_k", "d_v")
+                          if getattr(options, name) is not None)
         mix = types
-        types, forms = fit(budget, types, options, seed, fixed, solve_checked, bool(args.types))
+        types, forms = fit(budget, types, draw, seed, fixed, solve_checked, bool(options.types))
         if len(types) < len(mix):
             notes.append(f"--{budget.name} {budget.limit} holds the first {len(types)} types of the "
                          f"default mix ({', '.join(types)}); choose them with --types")
-    count = len(forms) if forms else problem_count(args)
+    count = len(forms) if forms else problem_count(options)
     if versions * count > MAX_TOTAL_PROBLEMS:
         raise SpecError(f"{versions} versions of {count} problems is more than "
                          f"{MAX_TOTAL_PROBLEMS} problems in one run")
-    return {version: Drawn(count, partial(sample_set, options, seed, version=version, types=types,
+    return {version: Drawn(count, partial(sample_set, draw, seed, version=version, types=types,
                                           forms=forms))
             for version in range(1, versions + 1)}, notes
 
 
-def problem_count(args: argparse.Namespace) -> int:
+def problem_count(options: Options) -> int:
     """--count, or a list of types read as "these problems, in this order" (default 20)."""
-    listed = len(args.types or ())
-    if args.count is None:
+    listed = len(options.types or ())
+    if options.count is None:
         return listed if listed > 1 else DEFAULT_COUNT
-    if listed > 1 and args.count % listed:
+    if listed > 1 and options.count % listed:
         raise SpecError(f"--types lists {listed} problems and --count repeats that list, so "
-                         f"--count must be {listed}, {2 * listed}, {3 * listed}, ...; got {args.count}")
-    return args.count
+                         f"--count must be {listed}, {2 * listed}, {3 * listed}, ...; got "
+                         f"{options.count}")
+    return options.count
 
 
-def budget_of(args) -> Budget | None:
+def budget_of(options: Options) -> Budget | None:
     """--minutes or --marks (the minutes at the rates without a calculator, with
     --no-calculator), or None."""
-    calculator = not args.no_calculator
-    if args.minutes is not None:
-        return Budget("minutes", args.minutes, calculator)
-    if args.marks is not None:
-        return Budget("marks", args.marks, calculator)
+    calculator = not options.no_calculator
+    if options.minutes is not None:
+        return Budget("minutes", options.minutes, calculator)
+    if options.marks is not None:
+        return Budget("marks", options.marks, calculator)
     return None
 
 
-def draw_plan(args: argparse.Namespace):
-    """The draw options, the types taken in turn, and the types left out (with why)."""
-    difficulty = args.difficulty or (difficulty_of(args.problem) if args.problem else None)
-    options = draw_options(difficulty or "medium", decimals=args.decimals, tokens=args.tokens,
-                           d_model=args.d_model, d_k=args.dk, d_v=args.dv,
-                           embeddings=args.embeddings, weights=args.weights, mask=args.mask,
-                           scale=args.scale, no_calculator=args.no_calculator or None)
-    if not (args.practice or args.problem is not None):  # an exam: its draws are the teacher's
-        options = replace(options, secret=load_or_create_key(args.key_file))
-    return (options, *drawable_types(args.types or default_mix(), options, bool(args.types)))
+def draw_plan(options: Options):
+    """The draw options (the preset, then each override given), the types taken in turn, and
+    the types left out (with why)."""
+    difficulty = options.difficulty or (difficulty_of(options.problem) if options.problem
+                                        else None)
+    decimals = DEFAULT_DECIMALS if options.decimals is None else options.decimals
+    draw = draw_options(difficulty or "medium", decimals=decimals,
+                        **{name: getattr(options, name) for name in OVERRIDES
+                           if given(getattr(options, name))})
+    if not (options.practice or options.problem is not None):  # an exam: the teacher's draws
+        draw = replace(draw, secret=load_or_create_key(options.key_file))
+    return (draw, *drawable_types(options.types or default_mix(), draw, bool(options.types)))
 
 
 class Drawn(Sequence):
@@ -131,27 +136,27 @@ class Drawn(Sequence):
         return self.specs[index]
 
 
-def solve_sets(args, specs: dict[int, Sequence[ProblemSpec]], on_solved=lambda: None,
-               in_step: bool = False) -> dict[int, Sequence[Question]]:
+def solve_sets(specs: dict[int, Sequence[ProblemSpec]], on_solved=lambda: None,
+               in_step: bool = False, apart: bool = True) -> dict[int, Sequence[Question]]:
     """Every version solved and checked (a set sized to --minutes or --marks was sized when
     drawn, ``budget``).  A class written ``in_step`` has each version solved when its
-    documents reach it (``lockstep``)."""
+    documents reach it (``lockstep``); a large set is solved on two processes unless not
+    ``apart`` (--jobs 1)."""
     if in_step:
         return Versions(specs, solve_checked, on_solved).sets()
-    solved = iter(_solved_all(specs, on_solved))
+    solved = iter(_solved_all(specs, on_solved, apart))
     return {version: [next(solved) for _ in version_specs] for version, version_specs in specs.items()}
 
 
-def in_step_run(args: argparse.Namespace, specs: dict[int, Sequence[ProblemSpec]],
-                students) -> bool:
+def in_step_run(options: Options, specs: dict[int, Sequence[ProblemSpec]], students) -> bool:
     """Whether a run is a class written in step (``lockstep``): many versions, each read
     once, in order, by every document.  Not when the papers cycle through fewer versions
     (--versions with a roster), nor when the set's table is worked out from all its solved
-    problems first (--no-calculator)."""
+    problems first (--no-calculator), nor with --jobs 1."""
     problems = sum(map(len, specs.values()))
     return (len(specs) > IN_STEP_FROM and problems >= forked.FORK_FROM
-            and not (students and args.versions)
-            and not args.no_calculator)
+            and not (students and options.versions)
+            and not options.no_calculator and options.jobs != 1)
 
 
 def softmax_steps(sets: dict[int, list[Question]]):
@@ -160,36 +165,19 @@ def softmax_steps(sets: dict[int, list[Question]]):
             if step.kind == "softmax" and step.working]
 
 
-def draw_command(args: argparse.Namespace, seed: int) -> str:
-    """The command that writes this random set again: every option that fixes the draw, the
-    header texts, the formats and --pdf; each value quoted for a shell (``shell_word``)."""
-    budget = budget_of(args)
-    size = ("--" + budget[0], budget[1]) if budget else ("--count", problem_count(args))
-    words = [("--seed", seed), size, ("--difficulty", args.difficulty or "medium")]
-    if args.practice:
-        words.append(("--practice",))
-    elif args.key_file:
-        words.append(("--key-file", args.key_file))
-    if args.tokens:
-        words.append(("--tokens", f"{args.tokens[0]}-{args.tokens[1]}"))
-    for name in ("d_model", "dk", "dv", "embeddings", "weights", "mask", "versions", "students"):
-        if getattr(args, name) is not None:
-            words.append(("--" + name.replace("_", "-"), getattr(args, name)))
-    if args.types:
-        words.append(("--types", ",".join(args.types)))
-    if args.scale is not None:
-        words.append(("--scale", args.scale))
-    if args.no_calculator:
-        words.append(("--no-calculator",))
-    if args.decimals != DEFAULT_DECIMALS:  # the shown decimals decide which draws are kept
-        words.append(("--decimals", args.decimals))
-    for name in ("config", "title", "course", "institution", "date", "instructions", "templates"):
-        if getattr(args, name, None) is not None:
-            words.append(("--" + name, getattr(args, name)))
-    if args.format:
-        words.append(("--format", ",".join(dict.fromkeys(args.format))))
-    if args.pdf:
-        words.append(("--pdf",))
+def draw_command(options: Options, seed: int) -> str:
+    """The command that writes this random set again: every option ``OPTIONS`` marks for it
+    that the run has, in the table's order, with the run's own seed, length and difficulty;
+    each value quoted for a shell (``shell_word``)."""
+    budget = budget_of(options)
+    run = replace(options, seed=seed, count=None if budget else problem_count(options),
+                  difficulty=options.difficulty or "medium")
+    words = []
+    for option in OPTIONS:
+        value = getattr(run, option.name)
+        if option.redraw and given(value) and (option.unwritten is None
+                                               or value != option.unwritten):
+            words.append((option.flag,) if option.switch else (option.flag, option.shown(value)))
     return "gen-problems " + " ".join(" ".join(map(shell_word, word)) for word in words)
 
 
@@ -208,12 +196,12 @@ CONTROLS = ("Cc", "Zl", "Zp")  # control characters, and the line and paragraph 
 SHELL_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def _solved_all(specs: dict[int, Sequence[ProblemSpec]], on_solved) -> list[Question]:
-    """Every spec solved, in order; a large set on two processes (``forked``): a child draws
-    and solves the first part while the run draws the whole set and solves the rest.  The
-    same questions either way."""
+def _solved_all(specs: dict[int, Sequence[ProblemSpec]], on_solved, apart: bool) -> list[Question]:
+    """Every spec solved, in order; a large set on two processes (``forked``) where ``apart``:
+    a child draws and solves the first part while the run draws the whole set and solves the
+    rest.  The same questions either way."""
     total = sum(map(len, specs.values()))
-    if total < forked.SOLVE_APART_FROM:
+    if total < forked.SOLVE_APART_FROM or not apart:
         return [_solved(spec, on_solved) for spec in _flat(specs)]
     share = int(total * forked.CHILD_SHARE)
     child = forked.compute_in_child(lambda: [solve_checked(spec) for spec in _first(specs, share)])

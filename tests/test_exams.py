@@ -270,10 +270,9 @@ def test_the_printed_redraw_command_writes_the_same_set_again(tmp_path, run_cli,
 
 
 def test_the_redraw_command_asks_for_the_pdfs_it_had():
-    from generator.cli import build_parser
+    from generator.cli import parse_options
     from generator.pipeline import draw_command
-    args = build_parser().parse_args(["--count", "3", "--pdf", "--templates", "my templates",
-                                      "--institution", "Uni", "--format", "qti"])
-    args.decimals = 4
-    assert draw_command(args, 9).endswith(
+    options = parse_options(["--count", "3", "--pdf", "--templates", "my templates",
+                             "--institution", "Uni", "--format", "qti"]).for_run()
+    assert draw_command(options, 9).endswith(
         " --institution Uni --templates 'my templates' --format qti --pdf")
