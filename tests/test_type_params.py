@@ -3,6 +3,7 @@
 problems.json writes it and --record reads it back; a bad or unknown key is one line."""
 
 import json
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -14,6 +15,7 @@ from generator.kinds import GIVEN, Param, QuestionType
 from generator.questions import SETUP, Question, given_steps, lettered, step_parts
 from generator.sampling import draw_options, sample_set
 from generator.spec import SpecError, one_based, spec_from_record
+from test_extending import spec_file  # a TOML spec file of these keys
 
 X = [[1, 0], [0, 1], [1, 1]]
 W = {"W_Q": [[1, 2], [0, 1]], "W_K": [[1, 0], [1, 1]], "W_V": [[2, 0], [0, 1]]}
@@ -53,17 +55,19 @@ PAIR_SCORE = QuestionType(
     min_tokens=2, draw_params=draw_pair, in_default_mix=False)
 
 
+@contextmanager
+def registered(kind: QuestionType):
+    kinds.register(kind)
+    try:
+        yield kind
+    finally:
+        kinds.unregister(kind.name)
+
+
 @pytest.fixture
 def pair_type():
-    kinds.register(PAIR_SCORE)
-    yield PAIR_SCORE
-    kinds.unregister(PAIR_SCORE.name)
-
-
-def spec_file(tmp_path, **record):
-    path = tmp_path / "problem.json"
-    path.write_text(json.dumps(record))
-    return path
+    with registered(PAIR_SCORE):
+        yield PAIR_SCORE
 
 
 def test_a_spec_file_gives_the_types_own_parameter(pair_type):
@@ -111,9 +115,9 @@ def test_a_practice_problem_is_drawn_again_by_its_id(tmp_path, run_cli, pair_typ
 
 
 @pytest.mark.parametrize("record, message", [
-    ({"pair": [2, 2]}, "problem.json: pair must name two different tokens, e.g. [1, 3]"),
-    ({"pair": [1, 4]}, "problem.json: pair must be a whole number from 1 to 3, got 4"),
-    ({"pear": [1, 2]}, "problem.json: unknown key 'pear' (known: "),
+    ({"pair": [2, 2]}, "problem.toml: pair must name two different tokens, e.g. [1, 3]"),
+    ({"pair": [1, 4]}, "problem.toml: pair must be a whole number from 1 to 3, got 4"),
+    ({"pear": [1, 2]}, "problem.toml: unknown key 'pear' (known: "),
 ])
 def test_a_bad_or_unknown_key_is_one_line(tmp_path, run_cli, pair_type, record, message):
     code, _, err = run_cli("--spec", spec_file(tmp_path, type="pair-score", X=X, **W, **record),
@@ -144,15 +148,9 @@ def test_every_built_in_types_drawn_parameters_are_read_back_as_written(kind):
 def test_a_type_whose_parameter_or_draw_is_not_its_own_is_refused_at_once():
     """A parameter named like a problem's own key, or a draw of a key not declared, is the
     type's fault: a TypeError naming it, before any file is read or written."""
-    kinds.register(replace(PAIR_SCORE, params=(Param("title", read_pair),)))
-    try:
+    with registered(replace(PAIR_SCORE, params=(Param("title", read_pair),))):
         with pytest.raises(TypeError, match="parameter 'title' is taken"):
             spec_from_record({"X": X, **W}, "p")
-    finally:
-        kinds.unregister(PAIR_SCORE.name)
-    kinds.register(replace(PAIR_SCORE, draw_params=lambda rng, candidate, decimals: {"pear": 1}))
-    try:
+    with registered(replace(PAIR_SCORE, draw_params=lambda rng, candidate, decimals: {"pear": 1})):
         with pytest.raises(TypeError, match="draws pear, not among its params"):
             sample_set(draw_options("medium"), 1, 1, types=("pair-score",))
-    finally:
-        kinds.unregister(PAIR_SCORE.name)
