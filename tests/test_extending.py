@@ -186,8 +186,14 @@ def test_the_page_carries_a_new_steps_own_values_forward(tmp_path, run_cli, posi
     assert run_cli("--spec", spec, "--format", "html", "--out", tmp_path)[0] == 0
     slipped = expected_steps(P)["X'"].copy()
     slipped[2][1] = 5  # the student adds P wrongly in one entry
-    q = slipped @ np.array(W["W_Q"], dtype=float)
-    with browser_page(tmp_path / "practice.html") as page:
+    q_follows_a_slip_before_it(tmp_path / "practice.html", slipped, W["W_Q"])
+
+
+def q_follows_a_slip_before_it(page_path, slipped, w_q):
+    """On the page, a step before the projections (part a) typed with one slip: Q typed as it
+    follows from the student's own X' is all right, and part (a) loses the one entry."""
+    q = slipped @ np.array(w_q, dtype=float)
+    with browser_page(page_path) as page:
         first, second = page.locator(".part").nth(0), page.locator(".part").nth(1)
         fill(first.locator("table.grid"), [[f"{v:g}" for v in row] for row in slipped])
         fill(second.locator("table.grid[data-name=Q]"), [[f"{v:g}" for v in row] for row in q])

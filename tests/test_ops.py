@@ -18,8 +18,8 @@ from generator.pipeline import solve_checked
 from generator.spec import SpecError, spec_from_record
 from generator.template_files import BUILTIN_TEMPLATES
 from generator.web import practice_data, practice_script
-from test_extending import browser_page
-from test_web import fill, needs_browser
+from test_extending import q_follows_a_slip_before_it
+from test_web import needs_browser
 
 GENERATOR = Path(__file__).resolve().parent.parent / "generator"
 
@@ -133,11 +133,16 @@ def test_a_toy_op_is_planned_computed_cross_checked_marked_and_timed(hadamard_st
         spec_from_record({"X": X, "G": G[:2], **W}, "short")
 
 
-def test_a_toy_op_reaches_every_format_and_the_pages_script(tmp_path, run_cli, hadamard_step):
-    spec = tmp_path / "toy.toml"
+def toy_spec(folder: Path) -> Path:
+    spec = folder / "toy.toml"
     spec.write_text("".join(f"{name} = {json.dumps(value)}\n"
                             for name, value in {"X": X, "G": G, **W}.items()))
-    code, _, err = run_cli("--spec", spec, "--format", "md,html,moodle", "--out", tmp_path / "out")
+    return spec
+
+
+def test_a_toy_op_reaches_every_format_and_the_pages_script(tmp_path, run_cli, hadamard_step):
+    code, _, err = run_cli("--spec", toy_spec(tmp_path), "--format", "md,html,moodle", "--out",
+                           tmp_path / "out")
     assert code == 0, err
     out = tmp_path / "out"
     assert "(a) [1 mark] Gate the inputs: X' = X ⊙G." in (out / "questions.md").read_text()
@@ -152,21 +157,11 @@ def test_a_toy_op_reaches_every_format_and_the_pages_script(tmp_path, run_cli, h
 
 @needs_browser
 def test_the_page_computes_a_toy_op_from_the_students_own_values(tmp_path, run_cli, hadamard_step):
-    spec = tmp_path / "toy.toml"
-    spec.write_text("".join(f"{name} = {json.dumps(value)}\n"
-                            for name, value in {"X": X, "G": G, **W}.items()))
-    assert run_cli("--spec", spec, "--format", "html", "--out", tmp_path)[0] == 0
+    """The page's OPS table holds the toy op's script: Q is marked against the student's X'."""
+    assert run_cli("--spec", toy_spec(tmp_path), "--format", "html", "--out", tmp_path)[0] == 0
     slipped = np.array(X, dtype=float) * np.array(G, dtype=float)
     slipped[2][1] = 5  # a slip in one entry of X'; Q follows from it
-    q = slipped @ np.array(W["W_Q"], dtype=float)
-    with browser_page(tmp_path / "practice.html") as page:
-        first, second = page.locator(".part").nth(0), page.locator(".part").nth(1)
-        fill(first.locator("table.grid"), [[f"{v:g}" for v in row] for row in slipped])
-        fill(second.locator("table.grid[data-name=Q]"), [[f"{v:g}" for v in row] for row in q])
-        second.locator("button.check").click()
-        assert second.locator("table.grid[data-name=Q] input.right").count() == 6  # from their X'
-        first.locator("button.check").click()
-        assert first.locator(".marks").text_content() == "5 of 6 right"
+    q_follows_a_slip_before_it(tmp_path / "practice.html", slipped, W["W_Q"])
 
 
 def test_no_hint_is_a_face_of_its_own():
