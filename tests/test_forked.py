@@ -200,6 +200,10 @@ def test_solved_problems_come_back_from_the_child_as_they_were_built():
             assert len(a) == len(b)
             for x, y in zip(a, b):
                 same(x, y)
+        elif isinstance(a, dict):  # a question's further solutions, by name; a spec's params
+            assert list(a) == list(b)
+            for key in a:
+                same(a[key], b[key])
         elif hasattr(type(a), "__dataclass_fields__"):
             for name in type(a).__dataclass_fields__:
                 same(getattr(a, name), getattr(b, name))
