@@ -20,7 +20,7 @@ import difflib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .exact import parse_exact
 from .inputs import check_folder
@@ -28,6 +28,9 @@ from .kinds import default_mix, type_names
 from .paper import HEADER_FIELDS
 from .roster import MAX_STUDENTS
 from .sampling import EMBEDDINGS, MASK_CHOICES, MAX_SEED, PRESETS, WEIGHTS
+
+if TYPE_CHECKING:
+    import sympy
 
 DEFAULT_COUNT = 20
 DEFAULT_DECIMALS = 4
@@ -271,7 +274,7 @@ class Options:
     embeddings: str | None = None  # one of sampling.EMBEDDINGS
     weights: str | None = None  # one of sampling.WEIGHTS
     mask: str | None = None  # one of sampling.MASK_CHOICES
-    scale: object = None  # an exact positive number (sympy) instead of 1/sqrt(d_k)
+    scale: sympy.Expr | None = None  # an exact positive number instead of 1/sqrt(d_k)
     no_calculator: bool = False  # scores whose exponentials the sheet prints
     types: tuple[str, ...] | None = None  # question types taken in turn (None: the default mix)
 
