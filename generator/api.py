@@ -24,7 +24,8 @@ from typing import TextIO
 
 import jinja2
 
-from .exam_record import kept_folder, recorded_documents, recorded_exam, set_again_command
+from .exam_record import (RecordedExam, kept_folder, recorded_documents, recorded_exam,
+                          set_again_command)
 from .formats import FORMATS, Rendering, chosen, owned_folders, owned_names
 from .forked import write_in_child
 from .formatting import table_places
@@ -38,8 +39,9 @@ from .pipeline import draw_command, in_step_run, problem_sets, softmax_steps, so
 from .progress import RunProgress
 from .questions import Question
 from .render import ignored_overrides
-from .roster import load_roster
+from .roster import Student, load_roster
 from .sampling import NO_CALCULATOR_EXPONENTS
+from .spec import ProblemSpec
 from .template_files import teacher_templates
 from .typesetting import pdflatex_lacks
 
@@ -83,29 +85,22 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
         options, recorded = settings_from_record(options)
         info_fields = {**recorded, **header_fields(options.config, options.header_texts())}
         roster = load_roster(options.students) if options.students else None
-        students = roster.students if roster else None
-        exam = recorded_exam(options.record) if options.record and options.problem is None else None
-        if exam:  # the whole exam set again: its problems, versions and seats as recorded
-            seed, (students, notes) = exam.seed, exam.seated(students)
-            specs = exam.versions
-        else:
-            seed = options.seed if options.seed is not None else secrets.randbelow(10**6)
-            specs, notes = problem_sets(options, seed, students)
-        notes += ignored_overrides(options.templates) if options.templates else []
-        notes += roster.notes if roster else []
+        plan = planned_problems(options, roster.students if roster else None)
+        notes = [*plan.notes, *(ignored_overrides(options.templates) if options.templates else []),
+                 *(roster.notes if roster else [])]
+        specs, students = plan.specs, plan.students
         with (RunProgress(sum(map(len, specs.values())), len(chosen(options.formats)),
                           options.pdf) as progress,
               WarmTex(folder.workspace("tex")) if options.pdf else contextlib.nullcontext() as warm,
               contextlib.ExitStack() as solving):
-            class_in_step = (in_step_run(options, specs, students) and not (exam and students)
+            class_in_step = (in_step_run(options, specs, students)
+                             and not (plan.exam and students)
                              and pdflatex_can_set(students, info_fields))
             sets = solve_sets(specs, progress.solved, class_in_step, apart=options.jobs != 1)
             if (versions := versions_of(sets)) is not None:
                 solving.callback(versions.close)  # a child solving ahead, if any, stops
             notes += format_notes(options, len(sets))
-            drawn = not (options.spec or options.problem is not None or exam)
-            info = document_info(options, sets, specs, recorded, info_fields, seed, drawn, exam,
-                                 students)
+            info = document_info(options, plan, sets, recorded, info_fields)
             documents = render_documents(options, sets, students, info, folder, notes, progress,
                                          warm)
             progress.stage("saving")
@@ -130,20 +125,47 @@ def format_notes(options: Options, versions: int) -> list[str]:
     return notes
 
 
-def document_info(options: Options, sets, specs, recorded: dict, info_fields: dict, seed: int,
-                  drawn: bool, exam, students) -> DocumentInfo:
+@dataclass(frozen=True)
+class Planned:
+    """Which problems a run sets: each version's specs, the papers' students and the seed."""
+
+    specs: dict[int, Sequence[ProblemSpec]]
+    seed: int | None
+    students: list[Student] | None
+    notes: list[str]  # for the teacher: what the mix left out, a student the record lacks
+    drawn: bool = False  # drawn at random (not a spec file's, nor a record's)
+    exam: RecordedExam | None = None  # a record's whole exam, set again
+
+
+def planned_problems(options: Options, students: list[Student] | None) -> Planned:
+    """The problems of a record's whole exam (its versions and seats as recorded), or of a
+    spec file, of one problem set again, or drawn (with a random seed if none is given)."""
+    if options.record and options.problem is None:
+        exam = recorded_exam(options.record)
+        students, notes = exam.seated(students)
+        return Planned(exam.versions, exam.seed, students, notes, exam=exam)
+    seed = options.seed if options.seed is not None else secrets.randbelow(10**6)
+    specs, notes = problem_sets(options, seed, students)
+    return Planned(specs, seed, students, notes,
+                   drawn=not (options.spec or options.problem is not None))
+
+
+def document_info(options: Options, plan: Planned, sets, recorded: dict,
+                  info_fields: dict) -> DocumentInfo:
     """What the documents print about the run: the header, the seed and the command that
     draws the set again, the time allowed, the table of exponentials, the formats."""
-    if "title" not in info_fields and all(spec.unscaled for v in specs.values() for spec in v):
+    exam = plan.exam
+    if "title" not in info_fields and all(spec.unscaled for v in plan.specs.values() for spec in v):
         info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
     practice = bool(options.practice or options.problem and not options.record)  # a readable id
     return DocumentInfo(**{"practice": practice, **info_fields,
                            **exponent_table(options, sets, recorded)},
                         time_allowed=options.minutes or (exam.time_allowed if exam else 0),
-                        seed=seed if drawn or exam else None, decimals=options.decimals,
-                        draw_command=(draw_command(options, seed) if drawn else
+                        seed=plan.seed if plan.drawn or exam else None, decimals=options.decimals,
+                        draw_command=(draw_command(options, plan.seed) if plan.drawn else
                                       exam.draw_command if exam else ""),
-                        versioned=bool(options.versions or students or exam and exam.versioned),
+                        versioned=bool(options.versions or plan.students
+                                       or exam and exam.versioned),
                         formats=(*dict.fromkeys(options.formats), *("pdf",) * options.pdf))
 
 
