@@ -1,13 +1,14 @@
 """gen-problems: exam-style, fully worked problems on scaled dot-product self-attention."""
 
 # The built-in question types register themselves (their order is kinds.BUILT_IN's).
-from .kinds import full, row, mistake, permute, masked, heads, concept, backward  # noqa: F401,I001
-from .kinds import softmax_jacobian  # noqa: F401,E402
+from generator.kinds import full, row, mistake, permute, masked, heads, concept, backward  # noqa: F401,I001
+from generator.kinds import softmax_jacobian  # noqa: F401,E402
 
 # The library's front door (``api``), loaded when first asked for: ``from generator import
 # Options, generate``.  Late, so that importing one module of the package (a forked child's,
 # a test's) does not load the whole run.
-_FRONT_DOOR = {"generate": "api", "Result": "api", "Options": "options", "UsageError": "options"}
+_FRONT_DOOR = {"generate": "running.api", "Result": "running.api", "Options": "running.options",
+               "UsageError": "running.options"}
 __all__ = list(_FRONT_DOOR)
 
 

@@ -20,15 +20,15 @@ import threading
 
 import jinja2
 
-from .api import Result, generate
-from .crosscheck import CrossCheckError
-from .forked import WorkerDied
-from .inputs import InputError
-from .options import OPTIONS, SECTIONS, Option, Options, UsageError
-from .output import COMMITTING, OutputError, OutputRefused, describe
-from .pdf import SplitError, TexMissing
-from .spec import SpecError
-from .teacher_text import one_line
+from generator.running.api import Result, generate
+from generator.maths.crosscheck import CrossCheckError
+from generator.running.forked import WorkerDied
+from generator.running.inputs import InputError
+from generator.running.options import OPTIONS, SECTIONS, Option, Options, UsageError
+from generator.running.output import COMMITTING, OutputError, OutputRefused, describe
+from generator.pdf.build import SplitError, TexMissing
+from generator.maths.spec import SpecError
+from generator.rendering.teacher_text import one_line
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # as a tool killed by SIGPIPE

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from generator.cli import main
-from generator.pipeline import solve_checked
-from generator.paper import answer_keys, question_papers
-from generator.paper import DocumentInfo
-from generator.spec import spec_from_record
+from generator.running.pipeline import solve_checked
+from generator.rendering.paper import answer_keys, question_papers
+from generator.rendering.paper import DocumentInfo
+from generator.maths.spec import spec_from_record
 
 # Copies of the two source documents in shared/seeds, kept here so a clone tests alone.
 SEEDS = Path(__file__).resolve().parent / "seeds"

@@ -157,8 +157,8 @@ def test_the_softmax_jacobian_equals_autograds_and_its_rows_sum_to_zero():
 def test_drawn_gradients_equal_autograd_and_the_items_claims_hold(difficulty):
     from dataclasses import replace
 
-    from generator.pipeline import solve_checked
-    from generator.sampling import draw_options, sample_set
+    from generator.running.pipeline import solve_checked
+    from generator.kinds.sampling import draw_options, sample_set
     torch = torch_or_skip()
     options = replace(draw_options(difficulty), mask="mixed")
     for spec in sample_set(options, 6, 8, 1, ("backward", "softmax-jacobian")):

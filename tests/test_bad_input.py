@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import folder_files
-from generator.pipeline import solve_checked
-from generator.spec import SpecError, spec_from_record
+from generator.running.pipeline import solve_checked
+from generator.maths.spec import SpecError, spec_from_record
 
 GOOD = '''X   = [[1, 0], [0, 1]]
 W_Q = [[1, 0], [0, 1]]
@@ -294,7 +294,7 @@ def test_bytecode_compiled_outside_the_sandbox_is_never_loaded_into_it(tmp_path)
     """Jinja keys its cache by the template's source; ours names the sandbox as well."""
     import jinja2
 
-    from generator.render import QuietBytecodeCache, make_environment
+    from generator.rendering.render import QuietBytecodeCache, make_environment
     (tmp_path / "t.j2").write_text("{{ x }}")
     (tmp_path / "cache").mkdir()
     cache = QuietBytecodeCache(str(tmp_path / "cache"))

@@ -256,7 +256,7 @@ def test_exponentials_of_big_scores_are_summed_in_scientific_notation(tmp_path, 
 def test_a_long_run_into_a_pipe_says_now_and_then_how_far_it_is(tmp_path, run_cli, monkeypatch):
     """stderr is not a terminal here (a scheduler's log): plain lines, no bar, also while
     one long document is written (which counts no step)."""
-    from generator import progress
+    from generator.running import progress
     monkeypatch.setattr(progress, "LOG_EVERY", 0.02)
     code, _, err = run_cli("--count", 3, "--format", "html", "--out", tmp_path / "o")
     lines = err.splitlines()
@@ -273,7 +273,7 @@ def test_a_run_on_a_terminal_forks_with_no_progress_thread_alive(tmp_path, monke
     import io
     import threading
 
-    from generator import progress
+    from generator.running import progress
 
     class Terminal(io.StringIO):
         def isatty(self):

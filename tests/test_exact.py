@@ -4,7 +4,7 @@ import pytest
 import sympy
 from sympy import srepr
 
-from generator.exact import parse_exact, to_float
+from generator.maths.exact import parse_exact, to_float
 
 
 @pytest.mark.parametrize("entry, expected", [
@@ -57,7 +57,7 @@ def test_to_float_is_correctly_rounded():
     (sympy.Add, (sympy.sqrt(3),)),
 ])
 def test_sums_and_products_as_written_are_sympys_unevaluated_ones(kind, args):
-    from generator.exact import as_written
+    from generator.maths.exact import as_written
     built, sympys = as_written(kind, *args), kind(*args, evaluate=False)
     assert type(built) is type(sympys) and built.args == sympys.args
     assert built == sympys and hash(built) == hash(sympys) and srepr(built) == srepr(sympys)
@@ -67,7 +67,7 @@ def test_sums_and_products_as_written_are_sympys_unevaluated_ones(kind, args):
 @pytest.mark.parametrize("x", [sympy.Rational(1, 2), sympy.Rational(-7, 3), sympy.Integer(2),
                                sympy.sqrt(2) / 2])
 def test_an_exponential_as_written_is_sympys_unevaluated_one(x):
-    from generator.exact import exp_as_written
+    from generator.maths.exact import exp_as_written
     built, sympys = exp_as_written(x), sympy.exp(x, evaluate=False)
     assert type(built) is sympy.exp and built.args == sympys.args and built.nargs == sympys.nargs
     assert built == sympys and hash(built) == hash(sympys) and srepr(built) == srepr(sympys)

@@ -13,9 +13,9 @@ import re
 import pytest
 
 from conftest import make_question
-from generator.paper import ExamProblem, part_seconds, writing_lines
-from generator.pipeline import solve_checked
-from generator.spec import spec_from_record
+from generator.rendering.paper import ExamProblem, part_seconds, writing_lines
+from generator.running.pipeline import solve_checked
+from generator.maths.spec import spec_from_record
 
 FOUR = "full,masked,heads,backward"
 EIGHT = "full,row,mistake,permute,masked,heads,concept,backward"
@@ -237,8 +237,8 @@ def test_a_spec_file_asks_the_lean_part_sets(tmp_path, run_cli, record_, parts):
 # check the unsized ones do: the working lines recompute, a student who rounds is never marked
 # wrong (page and Moodle), Moodle's parser reads every gap, Canvas accepts the rounding student.
 def sized_questions(decimals: int, difficulty: str = "medium") -> list:
-    from generator.budget import Budget, fit
-    from generator.sampling import draw_options, sample_set
+    from generator.kinds.budget import Budget, fit
+    from generator.kinds.sampling import draw_options, sample_set
     options = draw_options(difficulty, decimals=decimals)
     questions = []
     for seed, minutes in ((1, 50), (2, 40), (3, 60)):
@@ -254,8 +254,8 @@ def sized_questions(decimals: int, difficulty: str = "medium") -> list:
 def test_sized_problems_keep_every_check(decimals, tmp_path):
     from canvas_import import import_package, accepts
     from conftest import render
-    from generator.paper import DocumentInfo
-    from generator.render import render_markdown
+    from generator.rendering.paper import DocumentInfo
+    from generator.rendering.render import render_markdown
     from test_marking import false_marks, rounded
     from test_qti import numerical_items, package_of, student_values, typed
     from test_working_checks import failures_in

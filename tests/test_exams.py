@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import folder_files
-from generator.exam_key import load_or_create_key
+from generator.running.exam_key import load_or_create_key
 
 ALL_TYPES = "full,row,mistake,permute,masked,heads,concept"
 
@@ -219,8 +219,8 @@ def test_a_fraction_prints_as_the_teacher_wrote_it(tmp_path, run_cli):
 def test_a_value_exact_in_disguise_prints_exactly():
     import sympy
 
-    from generator.engine import Num
-    from generator.formatting import decimal_text, is_exact_at
+    from generator.maths.engine import Num
+    from generator.rendering.formatting import decimal_text, is_exact_at
     e = sympy.E
     two = Num.of((2 + 4 * e) / (1 + 2 * e))
     assert decimal_text(two, 4) == "2" and is_exact_at(two, 4)
@@ -234,7 +234,7 @@ def test_a_long_redraw_command_wraps_inside_the_margin(tmp_path, run_cli):
     from pypdf import PdfReader
     text = PdfReader(tmp_path / "o" / "answers.pdf").pages[0].extract_text()
     assert "exam.key" in text
-    from generator.pdf import compile_pdfs
+    from generator.pdf.build import compile_pdfs
     log = compile_pdfs({"answers.tex": (tmp_path / "o" / "answers.tex").read_text()})["answers.pdf"].log
     assert "Overfull" not in log
 
@@ -271,7 +271,7 @@ def test_the_printed_redraw_command_writes_the_same_set_again(tmp_path, run_cli,
 
 def test_the_redraw_command_asks_for_the_pdfs_it_had():
     from generator.cli import parse_options
-    from generator.pipeline import draw_command
+    from generator.running.pipeline import draw_command
     options = parse_options(["--count", "3", "--pdf", "--templates", "my templates",
                              "--institution", "Uni", "--format", "qti"]).for_run()
     assert draw_command(options, 9).endswith(

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from pypdf import PdfReader
 
-from generator import kinds, steps
-from generator.crosscheck import CrossCheckError, cross_check
-from generator.engine import solve
+from generator import kinds
+from generator.maths import steps
+from generator.maths.crosscheck import CrossCheckError, cross_check
+from generator.maths.engine import solve
 from generator.kinds import GIVEN, QuestionType
-from generator.pipeline import solve_checked
-from generator.questions import SETUP, Question, given_steps, lettered, step_parts
-from generator.spec import SpecError, spec_from_record
+from generator.running.pipeline import solve_checked
+from generator.kinds.questions import SETUP, Question, given_steps, lettered, step_parts
+from generator.maths.spec import SpecError, spec_from_record
 from test_web import CHROMIUM, CHROMIUM_ARGS, fill, needs_browser
 
 X = [[1, 0], [0, 1], [1, 1]]

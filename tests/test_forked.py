@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import folder_files
-from generator import forked
+from generator.running import forked
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,7 +104,7 @@ def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_p
 def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path, monkeypatch):
     """The child draws the problems it solves and no more (problem i is drawn the same however
     many follow), its share running on into the next version; the files are the same."""
-    from generator import pipeline
+    from generator.running import pipeline
     log = tmp_path / "drawn"  # written by the child: its memory is its own
     first = pipeline.Drawn.first
 
@@ -125,8 +125,8 @@ def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path,
 
 
 def test_a_failure_in_the_solving_child_is_the_runs_own(run_cli, tmp_path, monkeypatch):
-    from generator import pipeline
-    from generator.spec import SpecError
+    from generator.running import pipeline
+    from generator.maths.spec import SpecError
     solve = pipeline.solve_checked
     solved_here = os.getpid()
 
@@ -146,7 +146,7 @@ def test_a_stop_python_drops_still_stops_the_run(run_cli, tmp_path, monkeypatch)
     """A SIGTERM whose KeyboardInterrupt lands where Python cannot pass it on (here a __del__;
     in a real run, an import's clean-up callback: the run went on and wrote its set) still
     stops the run before its files land: exit 130, one line, the folder as it was."""
-    from generator import pipeline
+    from generator.running import pipeline
 
     class StopsInDel:
         def __del__(self):
@@ -175,8 +175,8 @@ def test_solved_problems_come_back_from_the_child_as_they_were_built():
     their order, assumptions) as the one it built; the records are the same records."""
 
     import sympy
-    from generator.pipeline import solve_checked
-    from generator.sampling import draw_options, sample_set
+    from generator.running.pipeline import solve_checked
+    from generator.kinds.sampling import draw_options, sample_set
 
     from generator.kinds import default_mix
     specs = (sample_set(draw_options("hard"), 5, 14, types=default_mix())
@@ -221,7 +221,7 @@ def test_expressions_cross_processes_by_sympys_public_api_only():
     import warnings
 
     import sympy
-    from generator.exact import exp_as_written
+    from generator.maths.exact import exp_as_written
 
     source = Path(forked.__file__).read_text(encoding="utf-8")
     assert not re.search(r"\._(args|new|from_args|mpf_|assumptions)", source)

@@ -8,8 +8,8 @@ import sympy
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from generator.engine import Num
-from generator.formatting import decimal_text, is_exact_at, plain_matrix, short_exact_text
+from generator.maths.engine import Num
+from generator.rendering.formatting import decimal_text, is_exact_at, plain_matrix, short_exact_text
 
 
 def text(value, decimals=4):
@@ -60,9 +60,9 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
     on every form it takes (and leaves the rest to sympy), over sets of every kind."""
     from dataclasses import replace
 
-    from generator.formatting import _unsorted, softmax_text
-    from generator.pipeline import solve_checked
-    from generator.sampling import draw_options, sample_set
+    from generator.rendering.formatting import _unsorted, softmax_text
+    from generator.running.pipeline import solve_checked
+    from generator.kinds.sampling import draw_options, sample_set
 
     kinds = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward")
     sets = [(draw_options("hard", mask="mixed"), kinds), (draw_options("medium"), kinds),
@@ -94,7 +94,7 @@ ROOT2 = sympy.sqrt(2)
                                    sympy.exp(sympy.Rational(12, 5) * ROOT2),
                                    sympy.Mul(sympy.Rational(1, 2), ROOT2, evaluate=False)])
 def test_scaled_scores_are_written_as_sympy_writes_them(exact):
-    from generator.formatting import _unsorted, softmax_text
+    from generator.rendering.formatting import _unsorted, softmax_text
 
     assert softmax_text(exact) == _unsorted().doprint(exact)
 
@@ -107,7 +107,7 @@ def test_scaled_scores_are_written_as_sympy_writes_them(exact):
 def test_a_float_is_rounded_half_away_from_zero_as_decimal_rounds_it(value, decimals):
     """The quick path (Python's formatting, which rounds half to even) gives what Decimal's
     ROUND_HALF_UP of the float's exact value gives, ties included."""
-    from generator.formatting import _float_text
+    from generator.rendering.formatting import _float_text
 
     quick = _float_text(value, decimals)
     exact = f"{Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"
@@ -152,9 +152,9 @@ def round_half_away(x: Fraction) -> int:
 def test_a_dot_product_of_exact_numbers_checks_as_the_full_check_says(difficulty, decimals):
     """The short cut for sums of products of numbers written exactly agrees with the full
     calculator check, on every line of a set it is taken on."""
-    from generator.formatting import _equations
-    from generator.pipeline import solve_checked
-    from generator.sampling import draw_options, sample_set
+    from generator.rendering.formatting import _equations
+    from generator.running.pipeline import solve_checked
+    from generator.kinds.sampling import draw_options, sample_set
 
     taken = 0
     for spec in sample_set(draw_options(difficulty, decimals=decimals), 3, 12):

@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import folder_files
-from generator import forked, formats, lockstep, pipeline
-from generator.output import OutputFolder
+from generator.running import forked
+from generator import formats
+from generator.running import lockstep
+from generator.running import pipeline
+from generator.running.output import OutputFolder
 from test_bad_input import assert_one_line_error, previous_output  # noqa: F401 (a fixture)
 
 LIMIT = 120  # seconds for one case: a hang fails the test instead of holding the suite

@@ -16,7 +16,7 @@ import lxml.html
 import pytest
 
 from generator.cli import main
-from generator.teacher_text import markdown_literal
+from generator.rendering.teacher_text import markdown_literal
 from test_moodle import extract_question
 
 # HTML, a cloze gap and a placeholder for Moodle, a TeX command, a Markdown link and code.

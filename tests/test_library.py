@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 from conftest import folder_files
-from generator import Options, Result, UsageError, forked, generate, lockstep, pipeline
+from generator import Options
+from generator import Result
+from generator import UsageError
+from generator.running import forked
+from generator import generate
+from generator.running import lockstep
+from generator.running import pipeline
 from generator.cli import build_parser, parse_options
-from generator.options import OPTIONS
-from generator.paper import HEADER_FIELDS
-from generator.pipeline import draw_command
+from generator.running.options import OPTIONS
+from generator.rendering.paper import HEADER_FIELDS
+from generator.running.pipeline import draw_command
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from conftest import folder_files
-from generator import lockstep, pipeline
-from generator.crosscheck import CrossCheckError
+from generator.running import lockstep
+from generator.running import pipeline
+from generator.maths.crosscheck import CrossCheckError
 
 CLASS = 24  # students: more versions than solving first is kept for
 

@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 
 import canvas_import as canvas
-from generator.pipeline import solve_checked
-from generator.qti import asked_entries
-from generator.spec import MISTAKES, spec_from_record
+from generator.running.pipeline import solve_checked
+from generator.formats.qti import asked_entries
+from generator.maths.spec import MISTAKES, spec_from_record
 from test_extending import browser_page
 from test_marking import by_hand, rounded
 from test_moodle import extract_question

@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from generator.pipeline import solve_checked
-from generator.spec import spec_from_record
+from generator.running.pipeline import solve_checked
+from generator.maths.spec import spec_from_record
 
 FRACTION = r"=|%(-?[0-9]+(?:[.,][0-9]*)?)%"
 ANSWER = r".+?(?<!\\)(?<!&)(?<!&amp;)(?=[~#}]|$)"
@@ -119,7 +119,7 @@ def test_numerical_answers_are_the_keys_values(bank):
 
 
 def test_a_choice_shows_no_escapes_even_with_cloze_characters(tmp_path, run_cli):
-    from generator.formatting import cloze_escape
+    from generator.rendering.formatting import cloze_escape
     nasty = "a } b # c ~ d \\ e / f \" g & h <i> j\\"
     gap = "{1:MULTICHOICE:=" + cloze_escape(nasty) + "~" + cloze_escape("other") + "}"
     parsed = extract_question(gap)

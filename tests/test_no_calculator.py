@@ -29,7 +29,7 @@ import pytest
 import sympy
 
 from generator.cli import main
-from generator.sampling import NO_CALCULATOR_EXPONENTS
+from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
 
 SHORT = 2  # significant digits of the short factor of every product
 TYPES = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",

@@ -12,13 +12,13 @@ import pytest
 import canvas_import as canvas
 from test_moodle import extract_question
 from generator.kinds import TYPES
-from generator.paper import DocumentInfo, answer_keys
-from generator.pipeline import solve_checked
-from generator.qti import gives_away, render_qti
-from generator.render import DEFAULT_PROMPT
-from generator.sampling import draw_options, sample_set
-from generator.steps import REGISTRY
-from generator.web import render_moodle
+from generator.rendering.paper import DocumentInfo, answer_keys
+from generator.running.pipeline import solve_checked
+from generator.formats.qti import gives_away, render_qti
+from generator.rendering.render import DEFAULT_PROMPT
+from generator.kinds.sampling import draw_options, sample_set
+from generator.maths.steps import REGISTRY
+from generator.formats.web import render_moodle
 
 VERSIONS = 3
 

@@ -1,4 +1,4 @@
-"""The op registry (generator/ops.py): every op carries every face, and a toy op registered
+"""The op registry (generator/maths/ops.py): every op carries every face, and a toy op registered
 here, outside generator/, is computed, cross-checked, marked, timed, hinted and worked on the
 practice page like a built-in one."""
 
@@ -10,14 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from generator import engine, ops, paper, steps
-from generator.crosscheck import CrossCheckError, cross_check
-from generator.hints import NO_HINT, OpHint
-from generator.marking import MARGIN, Tolerances, half_unit
-from generator.pipeline import solve_checked
-from generator.spec import SpecError, spec_from_record
-from generator.template_files import BUILTIN_TEMPLATES
-from generator.web import practice_data, practice_script
+from generator.maths import engine
+from generator.maths import ops
+from generator.rendering import paper
+from generator.maths import steps
+from generator.maths.crosscheck import CrossCheckError, cross_check
+from generator.rendering.hints import NO_HINT, OpHint
+from generator.maths.marking import MARGIN, Tolerances, half_unit
+from generator.running.pipeline import solve_checked
+from generator.maths.spec import SpecError, spec_from_record
+from generator.rendering.template_files import BUILTIN_TEMPLATES
+from generator.formats.web import practice_data, practice_script
 from test_extending import q_follows_a_slip_before_it
 from test_web import needs_browser
 
@@ -57,7 +60,7 @@ def test_a_step_of_an_unregistered_op_is_refused():
     assert "odd" not in steps.REGISTRY
 
 
-@pytest.mark.parametrize("module", ["engine.py", "marking.py", "hints.py"])
+@pytest.mark.parametrize("module", ["maths/engine.py", "maths/marking.py", "rendering/hints.py"])
 def test_the_engine_and_marking_name_no_step_of_their_own(module):
     """Step names belong to the step registry (steps.py): the modules that compute, mark and
     hint a step know it by its StepDef, never by a name of their own.  (The cross-check's

@@ -311,7 +311,7 @@ def test_an_unwritable_out_is_one_line(tmp_path, run_cli, monkeypatch):
 
 
 def test_a_write_error_names_its_cause(tmp_path, run_cli, monkeypatch):
-    import generator.output as output
+    import generator.running.output as output
 
     def disk_full(path, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))

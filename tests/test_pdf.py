@@ -9,11 +9,11 @@ import pytest
 from pypdf import PdfReader
 
 from conftest import folder_files, module05_record, render
-from generator.pipeline import solve_checked
-from generator.formatting import decimal_text
-from generator.pdf import compile_pdfs
-from generator.render import render_latex
-from generator.spec import spec_from_record
+from generator.running.pipeline import solve_checked
+from generator.rendering.formatting import decimal_text
+from generator.pdf.build import compile_pdfs
+from generator.rendering.render import render_latex
+from generator.maths.spec import spec_from_record
 
 pytestmark = pytest.mark.skipif(
     shutil.which("pdflatex") is None and not os.environ.get("CI"),

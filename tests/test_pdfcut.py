@@ -19,8 +19,10 @@ from fontTools.cffLib import CFFFontSet, TopDictDecompiler
 from fontTools.misc.psCharStrings import T1CharString
 from fontTools.pens.recordingPen import RecordingPen
 
-from generator import cff, pdfcut, type1
-from generator.render import BUILTIN_TEMPLATES
+from generator.pdf import cff
+from generator.pdf import pdfcut
+from generator.pdf import type1
+from generator.rendering.render import BUILTIN_TEMPLATES
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
                                 reason="needs pdflatex and poppler-utils")

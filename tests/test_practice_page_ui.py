@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from generator.formatting import decimal_text
-from generator.pipeline import solve_checked
-from generator.spec import spec_from_record
+from generator.rendering.formatting import decimal_text
+from generator.running.pipeline import solve_checked
+from generator.maths.spec import spec_from_record
 from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 pytestmark = needs_browser

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import make_solution
-from generator.crosscheck import attention_steps
+from generator.maths.crosscheck import attention_steps
 
 ENTRY = st.one_of(
     st.integers(-3, 3),
@@ -75,7 +75,7 @@ def test_numpy_pipeline_is_independent_and_right_on_a_known_case():
 def test_cross_check_raises_on_a_disagreement():
     import pytest
 
-    from generator.crosscheck import CrossCheckError, cross_check
+    from generator.maths.crosscheck import CrossCheckError, cross_check
     solution = make_solution(Q=[[1, 0]], K=[[1, 0], [0, 1]], V=[[1], [2]])
     values = {step.name: step.numeric for step in solution.steps}
     cross_check(values, solution.plan, None, 2)

@@ -14,14 +14,14 @@ import pytest
 
 import canvas_import as canvas
 from test_marking import by_hand, rounded
-from generator.engine import solve
+from generator.maths.engine import solve
 from generator.kinds import type_names
-from generator.marking import Tolerances
-from generator.paper import DocumentInfo, answer_keys
-from generator.pipeline import solve_checked
-from generator.qti import render_qti
-from generator.sampling import draw_options, sample_set
-from generator.spec import MISTAKES, mistakes_that_fit
+from generator.maths.marking import Tolerances
+from generator.rendering.paper import DocumentInfo, answer_keys
+from generator.running.pipeline import solve_checked
+from generator.formats.qti import render_qti
+from generator.kinds.sampling import draw_options, sample_set
+from generator.maths.spec import MISTAKES, mistakes_that_fit
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qti-small" / "qti.txt"
 QUIZ_TYPES = {"text_only_question", "numerical_question", "short_answer_question",
@@ -275,7 +275,7 @@ def test_a_large_set_is_written_as_it_is_rendered_with_the_same_bytes(tmp_path):
     """Given the run's work folder, qti.zip, moodle.xml and the practice pages are written
     there as they are rendered (a thousand hard problems' quiz XML is 160 MB), and hold exactly
     what the in-memory rendering holds, versions and every question type included."""
-    from generator.web import render_moodle, render_practice
+    from generator.formats.web import render_moodle, render_practice
 
     versions = {1: drawn("hard", 4, count=16, seed=3), 2: drawn("medium", 4, count=16, seed=4)}
     keys, info = answer_keys(versions), DocumentInfo(decimals=4, versioned=True)

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import make_question, torch_or_skip
-from generator.formatting import decimal_text
-from generator.sampling import draw_options, sample_set
+from generator.rendering.formatting import decimal_text
+from generator.kinds.sampling import draw_options, sample_set
 from generator.kinds import default_mix, type_names
-from generator.spec import MISTAKES, SpecError
+from generator.maths.spec import MISTAKES, SpecError
 
 QUESTION_TYPES = type_names()
 
@@ -74,7 +74,7 @@ def test_permuting_tokens_permutes_the_results(seed, difficulty):
 
 
 def make_question_from(spec):
-    from generator.pipeline import solve_checked
+    from generator.running.pipeline import solve_checked
     return solve_checked(spec)
 
 
@@ -301,7 +301,7 @@ def test_the_concept_key_names_the_slip_behind_each_wrong_choice(tmp_path, run_c
 
 
 def test_an_eight_by_eight_reads_an_eight():
-    from generator.render import make_environment
+    from generator.rendering.render import make_environment
     article = make_environment(None).filters["article"]
     assert [article(n) for n in (3, 8, 11, 18, 80, 12)] == ["a", "an", "an", "an", "an", "a"]
 

@@ -9,10 +9,10 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.pipeline import solve_checked
-from generator.sampling import PRESETS, draw_options, sample_problem, sample_set
-from generator.spec import SpecError
-from generator.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
+from generator.running.pipeline import solve_checked
+from generator.kinds.sampling import PRESETS, draw_options, sample_problem, sample_set
+from generator.maths.spec import SpecError
+from generator.maths.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
 
 
 def entries(spec, name):
@@ -181,7 +181,7 @@ def test_a_heads_question_draws_longer_before_it_gives_up(monkeypatch):
     head's tests); seed 3's first heads problem takes 1,199 draws.  A heads question has ten
     times the draws of another before it gives up, and draws past a cap change nothing that
     was drawn before."""
-    import generator.sampling as sampling
+    import generator.kinds.sampling as sampling
 
     options = replace(draw_options("medium", embeddings="one-hot", d_model=3), d_k=4, d_v=4)
     drawn = sample_set(options, 3, 1, types=("heads",))
@@ -208,7 +208,7 @@ def test_no_drawn_problem_has_a_zero_row_or_column(difficulty, overrides):
     """Issue 30 found an all-zero column of V in 27 of 160 drawn problems (41 of Q): a whole
     column of the working that is 0.  Every type still draws at every preset, each head too."""
     from generator.kinds import type_names
-    from generator.sampling import drawable_types
+    from generator.kinds.sampling import drawable_types
 
     options = draw_options(difficulty, **overrides)
     types, _ = drawable_types(type_names(), options, False)
@@ -230,7 +230,7 @@ def test_diagonal_weights_wider_than_the_tokens_wrap_round():
 
 
 def test_options_that_always_leave_a_zero_column_say_why():
-    from generator.sampling import why_not_drawable
+    from generator.kinds.sampling import why_not_drawable
     options = draw_options("medium", embeddings="one-hot", d_model=4, tokens=(2, 2),
                            weights="diagonal")
     assert "at least 4 tokens; use --tokens 4" in why_not_drawable("full", options)

@@ -5,7 +5,7 @@ import pytest
 import sympy
 
 from conftest import SEEDS, make_solution, module05_record, torch_or_skip
-from generator.formatting import decimal_text
+from generator.rendering.formatting import decimal_text
 
 # Printed in the seed with numpy at 3 decimals (the output at 4).
 SEED_Q = [[0.396, -0.981, -2.435, -0.428], [2.084, 0.089, -0.17, -1.498], [-1.081, 1.119, 0.825, -0.024]]

@@ -3,8 +3,8 @@
 import sympy
 
 from conftest import WORKED_EXAMPLE, make_question, make_solution, render
-from generator.formatting import decimal_text
-from generator.render import render_markdown
+from generator.rendering.formatting import decimal_text
+from generator.rendering.render import render_markdown
 
 
 def shown(step, decimals=4):

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import private, render, web
+from generator.running import private
+from generator.rendering import render
+from generator.formats import web
 
 PAYLOAD = "__import__('pathlib').Path({marker!r}).touch()"
 
@@ -153,7 +155,7 @@ def test_a_planted_compiled_template_in_a_shared_cache_never_runs(tmp_path):
     marker = tmp_path / "PWNED"
     plant = f"""
 import marshal, pickle, sys
-from generator import render
+from generator.rendering import render
 env = render.make_environment(None)
 cache = render.QuietBytecodeCache({str(folder)!r})
 code = compile("__import__('pathlib').Path({str(marker)!r}).touch()", "x", "exec")

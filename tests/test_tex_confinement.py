@@ -2,7 +2,7 @@
 
 A hostile ``--templates`` folder (one folder whose questions.tex.j2 picks its attack by
 the ``--title`` it is given) runs on both engines: pdflatex with kpathsea's paranoid
-settings, LuaLaTeX with its Lua confined too (``generator/texconfine.lua``).  Each run
+settings, LuaLaTeX with its Lua confined too (``generator/pdf/texconfine.lua``).  Each run
 either succeeds harmlessly or fails with one line (exit 1); no file outside the output
 folder is created, changed or removed; a secret file and /etc/passwd never reach the
 PDF (its text, read with pdftotext, and every stream in it); the font cache of the
@@ -24,9 +24,9 @@ import pikepdf
 import pytest
 
 from conftest import unmount
-from generator import texjail
-from generator.texconfine import font_key, templates_digest
-from generator.texrun import raise_if_disk_full
+from generator.pdf import texjail
+from generator.pdf.texconfine import font_key, templates_digest
+from generator.pdf.texrun import raise_if_disk_full
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "GPSECRETMARKER"  # the secret file's content

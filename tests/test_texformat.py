@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import folder_files
-from generator import texformat
-from generator.pdf import compile_pdfs
+from generator.pdf import texformat
+from generator.pdf.build import compile_pdfs
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex")
 
@@ -209,7 +209,7 @@ def test_the_installation_is_named_by_its_files():
 def taken_early(monkeypatch) -> dict[str, bool]:
     """For each document TeX reads from a stream: whether it was given the TeX process that
     was started before the document was rendered."""
-    from generator import pdf
+    from generator.pdf import build as pdf
     taken = {}
     take = pdf.WarmTex.take
 
@@ -226,7 +226,7 @@ def test_the_key_s_tex_starts_on_its_last_format_while_the_set_is_solved(run_cli
                                                                         monkeypatch):
     """The second run starts pdflatex on the key's format before solving; the files are the
     same as a run without any format, and no TeX is left running."""
-    from generator.texrun import RUNNING
+    from generator.pdf.texrun import RUNNING
     monkeypatch.setenv("XDG_CACHE_HOME", "/proc/no-cache-here")
     plain = outputs(run_cli, tmp_path / "plain", roster)
     cache = tmp_path / "cache"
@@ -246,7 +246,7 @@ def test_the_key_s_tex_starts_on_its_last_format_while_the_set_is_solved(run_cli
 def test_a_wrong_guess_of_the_key_s_format_costs_only_time(run_cli, tmp_path, roster, monkeypatch):
     """TeX started on the questions' format for the key (an edited template, say) is stopped
     once the key's preamble asks for another; the files are the same."""
-    from generator.texrun import RUNNING
+    from generator.pdf.texrun import RUNNING
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     first = outputs(run_cli, tmp_path / "first", roster)
@@ -272,9 +272,9 @@ def test_a_record_naming_no_cached_format_starts_nothing(tmp_path, monkeypatch, 
 
 def test_a_run_that_fails_while_tex_waits_leaves_no_tex_and_the_old_files(run_cli, tmp_path, roster,
                                                                            monkeypatch):
-    from generator import api
-    from generator.spec import SpecError
-    from generator.texrun import RUNNING
+    from generator.running import api
+    from generator.maths.spec import SpecError
+    from generator.pdf.texrun import RUNNING
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     first = outputs(run_cli, tmp_path / "out", roster)
     waiting = []

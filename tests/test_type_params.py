@@ -9,12 +9,12 @@ from dataclasses import replace
 import pytest
 
 from generator import kinds
-from generator.engine import solve
-from generator.export import spec_record
+from generator.maths.engine import solve
+from generator.formats.export import spec_record
 from generator.kinds import GIVEN, Param, QuestionType
-from generator.questions import SETUP, Question, given_steps, lettered, step_parts
-from generator.sampling import draw_options, sample_set
-from generator.spec import SpecError, one_based, spec_from_record
+from generator.kinds.questions import SETUP, Question, given_steps, lettered, step_parts
+from generator.kinds.sampling import draw_options, sample_set
+from generator.maths.spec import SpecError, one_based, spec_from_record
 from test_extending import spec_file  # a TOML spec file of these keys
 
 X = [[1, 0], [0, 1], [1, 1]]

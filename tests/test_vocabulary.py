@@ -17,11 +17,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from generator import steps
+from generator.maths import steps
 from generator.cli import main
 from generator.kinds import TYPES, type_names
-from generator.prose import plain_maths
-from generator.questions import ATTENTION, SETUP
+from generator.rendering.prose import plain_maths
+from generator.kinds.questions import ATTENTION, SETUP
 from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 ALL_TYPES = ",".join(type_names())
@@ -279,8 +279,8 @@ def test_each_box_says_its_problem_part_and_symbol(run):
 
 
 def test_symbols_are_printed_for_each_format():
-    from generator.formatting import latex_entry_symbol, plain_entry_symbol
-    from generator.prose import spoken
+    from generator.rendering.formatting import latex_entry_symbol, plain_entry_symbol
+    from generator.rendering.prose import spoken
     assert plain_entry_symbol("scaled") == "S̃"
     assert plain_entry_symbol("scaled", 1) == "S̃_1"
     assert plain_entry_symbol("masked") == "Ŝ"  # one precomposed character: no parentheses

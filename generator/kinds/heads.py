@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engine import Step, run, solve
-from ..questions import Part, Pick, Question, given_steps, lettered
-from ..spec import MAX_DIMENSION, ProblemSpec, one_based
-from ..steps import REGISTRY, given_def, register as register_step
-from ..worthiness import heads_are_readable
-from . import GIVEN, SHOWN, Param, QuestionType, register
-from .places import PLACES, short_places, to_places
-from .full import PROMPTS
+from generator.maths.engine import Step, run, solve
+from generator.kinds.questions import Part, Pick, Question, given_steps, lettered
+from generator.maths.spec import MAX_DIMENSION, ProblemSpec, one_based
+from generator.maths.steps import REGISTRY, given_def, register as register_step
+from generator.maths.worthiness import heads_are_readable
+from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
+from generator.kinds.places import PLACES, short_places, to_places
+from generator.kinds.full import PROMPTS
 
 HEADS = 2
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..questions import ATTENTION, SETUP
-from . import GIVEN, QuestionType, register
-from .full import PROMPTS, SHRINKS, full_question
+from generator.kinds.questions import ATTENTION, SETUP
+from generator.kinds import GIVEN, QuestionType, register
+from generator.kinds.full import PROMPTS, SHRINKS, full_question
 
 
 def _masked_only(spec) -> str | None:

@@ -1,0 +1,115 @@
+"""Stage 3, the output formats: one driver per format, registered in one table.
+
+A driver says what a format writes and how: its name (what ``--format`` takes),
+whether every run writes it, the files and folders it owns in the output folder,
+the file it prints when asked to print to the terminal, and a function from the
+rendered run (``Rendering``) to its files.  The CLI's choices, the files the tool
+owns and the render loop all come from ``FORMATS``; ``register`` adds one (a test
+registers a toy format the same way).  The PDFs are compiled by ``pdf`` in the
+background, from the LaTeX driver's sources; their files are listed here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from generator.formats.export import problems_json
+from generator.running.lockstep import Versions
+from generator.rendering.paper import Paper
+from generator.rendering.paper import DocumentInfo
+from generator.rendering.render import render_latex, render_markdown
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What every format is made from: the solved sets, laid out as papers and keys."""
+
+    sets: dict
+    questions: list[Paper]
+    keys: list[Paper]
+    info: DocumentInfo
+    templates: Path | None = None
+    tex_stream: Callable | None = None  # the PDF build's: LaTeX goes to TeX as it is rendered
+    workspace: Path | None = None  # where large documents are written as they are rendered
+    versions: Versions | None = None  # a class's versions, read by every document in step
+
+    @property
+    def papers(self) -> list[Paper] | None:
+        """The question papers, where a run has versions or a roster; else None."""
+        return self.questions if self.info.versioned else None
+
+
+@dataclass(frozen=True)
+class Driver:
+    name: str
+    write: Callable[[Rendering], dict[str, str | bytes]]
+    always: bool = False  # written by every run; else only when --format names it
+    files: tuple[str, ...] = ()  # the file names it may write
+    folders: tuple[str, ...] = ()  # folders whose files it may write
+    prints: str | None = None  # with --format NAME, this file is also printed to the terminal
+    help: str = ""
+
+
+FORMATS: dict[str, Driver] = {}
+
+
+def register(driver: Driver) -> Driver:
+    FORMATS[driver.name] = driver
+    return driver
+
+
+def chosen(names) -> list[Driver]:
+    """The drivers a run uses: every always-written one, then those --format names."""
+    return [d for d in FORMATS.values() if d.always or d.name in names]
+
+
+def owned_names() -> set[str]:
+    return {name for driver in FORMATS.values() for name in driver.files} | set(PDF_FILES)
+
+
+def owned_folders() -> set[str]:
+    return {name for driver in FORMATS.values() for name in driver.folders} | set(PDF_FOLDERS)
+
+
+PDF_FILES = ("questions.pdf", "answers.pdf")
+PDF_FOLDERS = ("papers", "keys")
+
+register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates,
+                                              r.tex_stream, r.workspace, r.versions),
+                always=True, files=("questions.tex", "answers.tex"),
+                help="the LaTeX sources (always written)"))
+register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates,
+                                                r.workspace, r.versions),
+                always=True, files=("questions.md", "answers.md"), prints="answers.md",
+                help="also print the Markdown answer key here"))
+register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info, r.papers,
+                                                                  r.workspace)},
+                always=True, files=("problems.json",), prints="problems.json",
+                help="also print problems.json here"))
+
+
+# The platforms' drivers load their modules when asked for: a run without them need not.
+def _practice(r: Rendering) -> dict:
+    from generator.formats.web import render_practice
+    return render_practice(r.keys, r.info, r.templates, r.workspace)
+
+
+def _moodle(r: Rendering) -> dict:
+    from generator.formats.web import render_moodle
+    return {"moodle.xml": render_moodle(r.keys, r.info, r.templates, r.workspace)}
+
+
+def _qti(r: Rendering) -> dict:
+    from generator.formats.qti import render_qti
+    return {"qti.zip": render_qti(r.keys, r.info, r.templates, r.workspace)}
+
+
+register(Driver("html", _practice,
+                files=("practice.html",), folders=("practice",),
+                help="a self-check practice page"))
+register(Driver("moodle", _moodle,
+                files=("moodle.xml",), help="a Moodle XML question bank"))
+register(Driver("qti", _qti,
+                files=("qti.zip",), help="a QTI 1.2 quiz package for Canvas"))

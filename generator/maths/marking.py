@@ -1,0 +1,285 @@
+"""How far an answer may be from the key: one tolerance rule for every format that marks.
+
+A student who works by hand rounds: each matrix to the shown decimals, each
+exponential, the divisor sqrt(d_k).  An answer is right when it is within what that
+rounding can move it.  For every entry of every step the student works, this module
+bounds that movement by carrying half a unit of the last shown place through the
+step's op (first-order, from the op's partial derivatives at the key's values, plus
+the product of two errors where an op multiplies them):
+
+- ``chain``: the student rounded every earlier step too and worked on from those
+  values (Moodle, whose gaps know nothing of each other; the practice page where
+  an earlier value is not the student's own);
+- ``local``: the inputs are the student's own, as on the practice page when the earlier
+  grids are theirs: each may be what they typed or what they worked before rounding it to
+  type it, so half a unit of each input's shown place is carried through the op (one level,
+  as the chain does), plus this step's own rounding.  A matrix of the spec is exact.
+
+Each bound then gets a margin (``MARGIN``) for what the first order leaves out.  A
+real mistake moves an answer by far more than rounding does, and the tests hold both
+sides: a rounding student is never marked wrong, real mistakes still are.
+
+The practice page marks an entry right when it is the key's within ``chain`` (as Moodle
+and Canvas do) or follows from the student's own values within ``local``; and where a
+grid is wrong, it says which common slip (``slips``) gives what the student wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from generator.maths import ops
+
+MARGIN = 1.25  # over the first-order bound: the second order and float noise
+FLOOR = 1e-9  # an exact key still allows float noise
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    chain: np.ndarray
+    local: np.ndarray
+
+
+def half_unit(decimals: int) -> float:
+    return 0.5 * 10.0**-decimals
+
+
+class Tolerances:
+    """The tolerances of every step a question's student works (its ``worked`` solutions).
+
+    A step the statement shows (the forward pass before a backward one, the other head's
+    output) is read off the page, rounded as shown: its chain starts there, as a given's does."""
+
+    def __init__(self, question, decimals: int):
+        self.u = half_unit(decimals)
+        self._by_step: dict[int, Tolerance] = {}
+        by_name: dict[str, Tolerance] = {}
+        shown = {id(step) for _, _, step in question.shown}
+        for prefix, solution in question.worked:
+            values = {step.name: step.numeric for step in solution.steps}
+            chain: dict[str, np.ndarray] = {}
+            for step_def, step in zip(solution.plan, solution.steps):
+                name = prefix + step.name if "." not in step.name else step.name
+                if step_def.is_given or id(step) in shown:
+                    known = by_name.get(name) if step_def.is_given else None
+                    chain[step.name] = known.chain if known else _given_error(
+                        step.name, values[step.name], question.spec, self.u)
+                    read = _bounded(chain[step.name])
+                    tolerance = Tolerance(read, read)
+                else:
+                    inputs = [values[i] for i in step_def.inputs]
+                    spec = solution.spec
+                    typed = [_typed_error(i, x, question.spec, self.u) for i, x in zip(step_def.inputs, inputs)]
+                    own = propagate(step_def, inputs, typed, self.u, spec)
+                    carried = propagate(step_def, inputs, [chain[i] for i in step_def.inputs], self.u, spec)
+                    chain[step.name] = _bounded(carried + self.u)
+                    tolerance = Tolerance(chain[step.name], _bounded(own + self.u))
+                by_name[name] = tolerance
+                self._by_step.setdefault(id(step), tolerance)
+
+    def of(self, step) -> Tolerance:
+        """A worked step's tolerances; any other matrix a part asks for (the weights after a
+        swap) is read off a shown, rounded one: half a unit, and the margin."""
+        if id(step) in self._by_step:
+            return self._by_step[id(step)]
+        flat = _bounded(np.full(step.numeric.shape, self.u))
+        return Tolerance(flat, flat)
+
+
+def _typed_error(name: str, value: np.ndarray, spec, u: float) -> np.ndarray:
+    """How far a student's own input can be from what they typed (``local``): half a unit, as
+    they typed it rounded but may have worked on from more places; a matrix of the spec is exact."""
+    return np.zeros_like(value) if name in spec.matrices else np.full(value.shape, u)
+
+
+def _given_error(name: str, value: np.ndarray, spec, u: float) -> np.ndarray:
+    """A matrix of the problem's spec is exact; any other given (a row of scores, a head's Q,
+    which its own solution takes as given) was read from a shown, rounded matrix, unless it has
+    no more places than are shown."""
+    if name in spec.matrices:
+        return np.zeros_like(value)
+    return np.where(_shown_exactly(value, u), 0.0, u)
+
+
+def _shown_exactly(value, u: float):
+    """Whether a value has no more decimals than are shown (half a unit ``u``)."""
+    return np.abs(np.round(value / (2 * u)) * 2 * u - value) < 1e-12
+
+
+def propagate(step, inputs: list[np.ndarray], errors: list[np.ndarray], u: float, spec) -> np.ndarray:
+    """How far the step's result can move when each input moves by up to its error, and the
+    student rounds what the step itself writes down (exponentials, sqrt(d_k))."""
+    return ops.op(step.op).tolerance(step, inputs, errors, u, spec)
+
+
+# Each op's tolerance face (see ops, builtin_ops): (step_def, input arrays, their errors, u,
+# spec) -> how far each entry of the result can move.
+def product_tolerance(step, inputs, errors, u, spec):
+    (a, b), (ea, eb) = inputs, errors
+    if step.transpose_left:
+        a, ea = a.T, ea.T
+    if step.transpose:
+        b, eb = b.T, eb.T
+    return ea @ np.abs(b) + np.abs(a) @ eb + ea @ eb
+
+
+def scaling_tolerance(step, inputs, errors, u, spec):
+    (x,), (e,) = inputs, errors
+    if step.factor == "one":
+        return e
+    if step.factor == "one-over-dk":
+        return e / spec.d_k
+    if spec.scale is None:  # x / sqrt(d_k), with sqrt(d_k) written to the shown places
+        divisor = np.sqrt(spec.d_k)
+        written = 0.0 if _shown_exactly(divisor, u) else u
+        return e / divisor + np.abs(x) * written / divisor**2
+    factor = float(spec.scale)
+    written = 0.0 if _shown_exactly(factor, u) else u
+    return abs(factor) * e + np.abs(x) * written
+
+
+def masking_tolerance(step, inputs, errors, u, spec):
+    return np.where(np.isinf(inputs[0]) | np.triu(np.ones_like(errors[0], dtype=bool), k=1),
+                    0.0, errors[0])
+
+
+def softmax_tolerance(step, inputs, errors, u, spec):
+    """d w_j / d z_k = w_j (delta_jk - w_k); each exponential written to the shown places
+    moves w_j by (delta_jk - w_j) / sum of the exponentials."""
+    z, e = inputs[0], errors[0]
+    if step.by_columns:
+        return _softmax_rows(z.T, e.T, u).T
+    return _softmax_rows(z, e, u)
+
+
+def _softmax_rows(z: np.ndarray, e: np.ndarray, u: float) -> np.ndarray:
+    bounds = np.zeros_like(z)
+    for i, (row, row_error) in enumerate(zip(z, e)):
+        seen = np.isfinite(row)
+        exponentials = np.where(seen, np.exp(np.where(seen, row, 0.0)), 0.0)
+        total = exponentials.sum()
+        w = exponentials / total
+        jacobian = np.abs(np.diag(w) - np.outer(w, w))
+        from_inputs = jacobian @ np.where(seen, row_error, 0.0)
+        written = np.abs(np.eye(len(row)) - w[:, None]) @ (seen * u) / total
+        bounds[i] = np.where(seen, from_inputs + written, 0.0)
+    return bounds
+
+
+def add_tolerance(step, inputs, errors, u, spec):
+    return sum(errors[1:], errors[0])
+
+
+def softmax_backward_tolerance(step, inputs, errors, u, spec):
+    """r_ij = a_ij (g_ij - s_i), s_i = sum_k a_ik g_ik: each input's error times its partial
+    derivative's size, and the row's dot product s_i as the student writes it."""
+    (a, g), (ea, eg) = inputs, errors
+    s = (a * g).sum(axis=1, keepdims=True)
+    es = (np.abs(g) * ea + np.abs(a) * eg).sum(axis=1, keepdims=True) + u
+    return np.abs(g - s) * ea + np.abs(a) * (eg + es)
+
+
+def concat_tolerance(step, inputs, errors, u, spec):
+    return np.hstack(errors)
+
+
+def jacobian_tolerance(step, inputs, errors, u, spec):
+    """J_ij = a_i (delta_ij - a_j): both factors' errors, and their product."""
+    a, e = inputs[0][0], errors[0][0]
+    delta = np.eye(len(a))
+    return (e[:, None] * np.abs(delta - a[None, :]) + np.abs(a)[:, None] * e[None, :]
+            + e[:, None] * e[None, :])
+
+
+def _bounded(error: np.ndarray) -> np.ndarray:
+    return np.maximum(error * MARGIN, FLOOR)
+
+
+# The common slips of each step the student works, for the practice page: a change to how its
+# step graph computes the step (its op, inputs or flags), and what the page says when a
+# student's grid is what that change gives.  ``sym`` prints a step's name as the paper does
+# (A, or A₁ in head 1); ``before`` gives the StepDef that computes a name, or None; ``whole``
+# is the spec of the whole question where the step is one head's (whose d_k is the head's).
+def slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
+    """The common slips of ``step`` (a StepDef of a plan), each (change, what the page says):
+    its op's slips face (see ops, builtin_ops)."""
+    return ops.op(step.op).slips(step, sym, spec, before, whole)
+
+
+def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
+    """A product turned: a transpose left off or added on either side, the factors in the
+    other order, or the wrong matrix taken (the step's ``mixed_up`` input); said with why
+    the product is the way round it is (the step's ``why``)."""
+    def text(inputs=step.inputs, left=step.transpose_left, right=step.transpose):
+        return f"{sym(inputs[0])}{'ᵀ' if left else ''} {sym(inputs[1])}{'ᵀ' if right else ''}"
+    right = text() if sym(step.name) == text().replace(" ", "") else f"{sym(step.name)} = {text()}"
+    right += f": {step.why}" if step.why else ""
+    turned = [{"transpose_left": not step.transpose_left}, {"transpose": not step.transpose},
+              {"inputs": list(step.inputs[::-1])}]
+    if step.mixed_up:
+        turned.append({"inputs": [step.inputs[0], step.mixed_up]})
+    change = lambda c: {"op": "product", **c}
+    said = lambda c: text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),
+                          c.get("transpose", step.transpose))
+    return [(change(c), f"this is {said(c)}, not {right}") for c in turned]
+
+
+def scaling_slips(step, sym, spec, before, whole=None):
+    me, of = sym(step.name), sym(step.inputs[0])
+    if spec.scale is not None:
+        return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {spec.scale}·{of}")]
+    # a head's d_k first: dividing by √ of the whole model's d_k may be dividing by the head's d_k
+    found = [] if whole is None or whole.d_k == spec.d_k else [(
+        {"factor": float(1 / np.sqrt(whole.d_k))}, f"this divides by √{whole.d_k}, the whole model's "
+        f"d_k: a head's d_k is its own share, {spec.d_k}, so {me} = {of}/√{spec.d_k}")]
+    return found + [
+        ({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {of}/√d_k"),
+        ({"factor": 1.0 / spec.d_k}, f"this divides by d_k: {me} = {of}/√d_k, by its square root"),
+        ({"factor": float(np.sqrt(spec.d_k))}, f"this multiplies by √d_k instead of dividing by it: "
+                                               f"{me} = {of}/√d_k")]
+
+
+def softmax_slips(step, sym, spec, before, whole=None):
+    me, of = sym(step.name), sym(step.inputs[0])
+    found = [({"by_columns": True}, f"this is softmax down each column: it runs along each row "
+                                    f"of {of}, so that each row of {me} sums to 1"),
+             ({"divided": False}, f"the exponentials are not divided by the row's sum: each entry "
+                                  f"of {me} is exp of {of}'s entry over the sum of its row's "
+                                  f"exponentials, so that each row of {me} sums to 1")]
+    source = before(step.inputs[0])
+    if source is not None and source.op == "masking":
+        found.append(({"inputs": [source.inputs[0]]}, f"the mask is missing: where key j comes "
+                      f"after query i the weight is 0, and each row of {me} sums to 1 over the "
+                      f"keys that query may see"))
+    elif source is not None and source.op == "scaling":
+        found.append(({"inputs": [source.inputs[0]]}, f"this is the softmax of {sym(source.inputs[0])}: "
+                      f"{me} = softmax({of}), of the scaled scores"))
+    return found
+
+
+def softmax_backward_slips(step, sym, spec, before, whole=None):
+    me, a, da = sym(step.name), sym(step.inputs[0]), sym(step.inputs[1])
+    return [({"rowsum": False}, f"the row-sum term is missing: {me}ᵢⱼ = {a}ᵢⱼ({da}ᵢⱼ − Σₖ {a}ᵢₖ{da}ᵢₖ), "
+                                f"not {a}ᵢⱼ{da}ᵢⱼ")]
+
+
+def add_slips(step, sym, spec, before, whole=None):
+    whole = " + ".join(sym(n) for n in step.inputs)
+    return [({"inputs": [n for n in step.inputs if n != left_out]},
+             f"{sym(left_out)} is missing: {sym(step.name)} = {whole}") for left_out in step.inputs]
+
+
+def concat_slips(step, sym, spec, before, whole=None):
+    return [({"inputs": list(step.inputs[::-1])}, f"the heads are the wrong way round: {sym(step.name)} "
+             f"= [{', '.join(sym(n) for n in step.inputs)}], head 1 on the left")]
+
+
+def jacobian_slips(step, sym, spec, before, whole=None):
+    me, a = sym(step.name), sym(step.inputs[0])
+    return [({"off_diagonal_sign": 1}, f"the entries off the diagonal have the wrong sign: "
+                                       f"{me}ᵢⱼ = −{a}ᵢ{a}ⱼ for i ≠ j, and {me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ)"),
+            ({"diagonal": False}, f"the diagonal's {a}ᵢ is missing: {me} = diag({a}) − {a}ᵀ{a}, so "
+                                  f"{me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ), not −{a}ᵢ²")]
+

@@ -1,0 +1,433 @@
+"""Stage 1, problem specs: what a problem gives, checked before anything is solved.
+
+A ``ProblemSpec`` holds the given matrices as exact sympy numbers plus the
+options (mask, scale, title), and its question type's own parameters in one free
+mapping (``params``), each read and checked by the type's ``kinds.Param``.  It comes
+from a random draw (``sampling``) or from a teacher's TOML/JSON file
+(``load_spec_file``).  Every fault in a file becomes a ``SpecError`` whose message is
+one line naming the field and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Mapping
+
+import sympy
+
+from generator.running import inputs
+from generator import kinds
+from generator.maths import steps
+from generator.maths.exact import parse_exact, shown
+from generator.maths.steps import MISTAKES
+from generator.rendering.teacher_text import text_fault
+
+Matrix = tuple[tuple[sympy.Expr, ...], ...]
+
+MAX_TOKENS = 12
+MAX_PROBLEMS = 2000
+MAX_DIMENSION = 16
+MAX_FILE_BYTES = inputs.MAX_BYTES  # a spec, roster or header file: far above any real one
+MASKS = ("none", "causal")
+FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
+FROM_PROJECTIONS = ("Q", "K", "V")
+OPTION_KEYS = ("mask", "scale", "title", "type")
+
+
+def known_keys() -> set[str]:
+    """A spec file's keys: the options, Q, K, V or every given matrix of the step registry,
+    and the question types' parameters (row, swap, mistake)."""
+    given = {name for name, step in steps.REGISTRY.items() if step.is_given}
+    options = set(OPTION_KEYS) | set(FROM_PROJECTIONS) | given
+    params = kinds.spec_keys()
+    clashes = sorted(name for name in params if name in options or hasattr(ProblemSpec, name)
+                     or name in {f.name for f in fields(ProblemSpec)})
+    if clashes:  # a fault of the type's, not the file's: a file could never tell the two apart
+        raise TypeError(f"type {params[clashes[0]][0]}'s parameter {clashes[0]!r} is taken "
+                        f"by a problem's own key or attribute; name it otherwise")
+    return options | set(params)
+
+
+class SpecError(ValueError):
+    """A problem spec that cannot be solved; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ProblemSpec:
+    """One attention problem: either X and the three weight matrices, or Q, K, V."""
+
+    id: str
+    matrices: dict[str, Matrix]
+    mask: str = "none"
+    scale: sympy.Expr | None = None  # None means the usual 1/sqrt(d_k)
+    title: str = ""
+    seed: int | None = None
+    question: str = "full"  # a registered question type (kinds.TYPES): what the student is asked
+    # Its type's own parameters (kinds.Param) by name, as the type works with them (a row
+    # from 0); each reads as an attribute too (spec.row), None where the spec leaves it unset.
+    params: Mapping[str, object] = field(default_factory=dict)
+    number: int | None = None  # its number on the paper, kept when it is drawn again alone
+    fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
+
+    def __getattr__(self, name: str):
+        """A parameter of its type (``spec.row``, ``spec.pair``): the templates' prose and the
+        type's own code read them so.  Only names no field or property has come here."""
+        values = self.__dict__.get("params")
+        if values is None or name.startswith("_"):  # being unpickled, or a protocol's lookup
+            raise AttributeError(name)
+        if name in values:
+            return values[name]
+        if kinds.declares(self.__dict__.get("question"), name):
+            return None
+        raise AttributeError(f"a {self.__dict__.get('question')} problem has no parameter {name!r}")
+
+    @property
+    def unscaled(self) -> bool:
+        """Scale 1: attention on the raw dot products, softmax(QK^T)V, with no scaling step."""
+        return self.scale is not None and self.scale == 1
+
+    @property
+    def scale_is_usual(self) -> bool:
+        """A scale set in the spec that is 1/sqrt(d_k) all the same (1/2 with d_k = 4)."""
+        return self.scale is not None and self.scale**2 * self.d_k == 1
+
+    @property
+    def from_embeddings(self) -> bool:
+        return "X" in self.matrices
+
+    @property
+    def cross(self) -> bool:
+        """Cross-attention: queries from one sequence, keys and values from another (Q, K
+        and V given, with more or fewer queries than keys)."""
+        return not self.from_embeddings and self.n_queries != self.n_keys
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.matrices["X" if self.from_embeddings else "Q"])
+
+    @property
+    def n_keys(self) -> int:
+        return len(self.matrices["X" if self.from_embeddings else "K"])
+
+    @property
+    def d_model(self) -> int | None:
+        return len(self.matrices["X"][0]) if self.from_embeddings else None
+
+    @property
+    def d_k(self) -> int:
+        return len(self.matrices["W_Q" if self.from_embeddings else "Q"][0])
+
+    @property
+    def d_v(self) -> int:
+        return len(self.matrices["W_V" if self.from_embeddings else "V"][0])
+
+
+def load_spec_file(path: Path) -> list[ProblemSpec]:
+    """Read one problem or a list of problems from a TOML or JSON file."""
+    document = _read_document(path)
+    if _is_exam_record(document):
+        raise SpecError(f"{path} is an exam's record, not a spec file: set the exam again with "
+                        f"gen-problems --record {shlex.quote(str(path))} --out DIR")
+    records = _problem_records(document)
+    if not records:
+        raise SpecError(f"{path}: no problems in the file")
+    if len(records) > MAX_PROBLEMS:
+        raise SpecError(f"{path}: {len(records)} problems; at most {MAX_PROBLEMS} in one file")
+    return [spec_from_record(record, f"{path.stem}-{index}", _where(path, index, len(records)))
+            for index, record in enumerate(records, start=1)]
+
+
+def _is_exam_record(document) -> bool:
+    """A problems.json that gen-problems wrote: its problems beside its seed and documents."""
+    return (isinstance(document, dict) and isinstance(document.get("problems"), list)
+            and bool(set(document) & RECORD_KEYS))
+
+
+RECORD_KEYS = {"seed", "decimals", "documents", "papers"}
+
+
+def load_recorded_problem(path: Path, problem_id: str) -> ProblemSpec:
+    """One problem of a run's record (its problems.json), exactly as it was set: type,
+    matrices, options and number."""
+    wanted = problem_id.strip().upper()
+    for record in recorded_problems(path):
+        if isinstance(record, dict) and str(record.get("id", "")).upper() == wanted:
+            return recorded_spec(record, path)
+    raise SpecError(f"{path}: no problem {problem_id} in this record")
+
+
+def recorded_problems(path: Path) -> list:
+    """A run's record's problems, each as its record (a dict, unchecked until read)."""
+    document = _parse(json.loads, read_user_file(path, "a problems.json record",
+                                                inputs.MAX_RECORD_BYTES), path, "JSON")
+    problems = document.get("problems") if isinstance(document, dict) else None
+    if not isinstance(problems, list):
+        raise SpecError(f"{path}: not a problems.json that gen-problems wrote")
+    return problems
+
+
+def recorded_spec(record: dict, path: Path) -> ProblemSpec:
+    """A recorded problem's spec, its id, number and seed as they were."""
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        raise SpecError(f"{path}: a problem without an id; not a problems.json that gen-problems wrote")
+    spec = spec_from_record(record.get("spec"), record["id"], f"{path}, problem {record['id']}")
+    number = record.get("number")
+    return replace(spec, number=number if type(number) is int else None,
+                   seed=record.get("seed") if type(record.get("seed")) is int else None)
+
+
+def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> ProblemSpec:
+    """Check one problem's keys and matrices and build its spec."""
+    if not isinstance(record, dict):
+        raise SpecError(f"{where}: expected a table of keys such as X, W_Q, W_K, W_V")
+    if (fault := text_fault(str(problem_id))):  # made from the file's name, or a record's id
+        raise SpecError(f"{where}: the problem id {shown(problem_id)} {fault}")
+    known = known_keys()
+    unknown = sorted(set(record) - known)
+    if unknown:
+        raise SpecError(f"{where}: unknown key {shown(unknown[0])} "
+                        f"(known: {', '.join(sorted(known))})")
+    names = _matrix_names(record, where)
+    names += tuple(name for name in record if name not in names and name in known
+                   and name in steps.REGISTRY)  # a further given matrix: W_O, say
+    matrices = {name: _parse_matrix(record[name], name, where) for name in names}
+    _check_shapes(matrices, where)
+    spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
+                       scale=_parse_scale(record, where), title=_parse_title(record, where),
+                       fractions=_written_as_fractions(record, matrices))
+    try:  # every step's inputs fit, by the registry's shape rules (a step added to it, too)
+        steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
+    except ValueError as error:
+        raise SpecError(f"{where}: {error}") from None
+    return _with_question(spec, record, where)
+
+
+def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
+    """The question type and the keys it reads (rows and tokens counted from 1 in files)."""
+    name = record.get("type", "full")
+    if not isinstance(name, str) or name not in kinds.TYPES:
+        raise SpecError(f"{where}: unknown type {shown(name)} "
+                        f"(expected one of: {', '.join(kinds.type_names())})")
+    kind = kinds.TYPES[name]
+    for key, readers in kinds.spec_keys().items():
+        if key in record and name not in readers:
+            raise SpecError(f"{where}: {key} goes with type {' or '.join(readers)}, not {name}")
+    spec = replace(spec, question=name, params=_read_params(kind, spec, record, where))
+    _check_question(spec, kind, where)
+    return spec
+
+
+def _read_params(kind, spec: ProblemSpec, record: dict, where: str) -> dict[str, object]:
+    """The type's parameters as the file writes them, each read by its ``Param`` (a default
+    where the file has none)."""
+    params = {}
+    for param in kind.params:
+        if param.name in record or param.default is not None:
+            params[param.name] = param.read(record.get(param.name, param.default), spec, where)
+    return params
+
+
+def mistakes_that_fit(spec: ProblemSpec) -> tuple[str, ...]:
+    return mistakes_for_shapes(spec.n_queries, spec.n_keys, spec.d_k, spec.d_v)
+
+
+def mistakes_for_shapes(n_queries: int, n_keys: int, d_k: int, d_v: int) -> tuple[str, ...]:
+    """The mistakes whose wrong products still have matching shapes: Q K needs d_k equal
+    to the number of keys, V · weights needs d_v equal to the number of queries."""
+    fits = {"k-not-transposed": d_k == n_keys, "v-times-weights": d_v == n_queries}
+    return tuple(name for name in MISTAKES if fits.get(name, True))
+
+
+def one_based(value, limit: int, key: str, where: str) -> int:
+    """A row or token a file counts from 1, as an index from 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise SpecError(f"{where}: {key} must be a whole number from 1 to {limit}, got {shown(value)}")
+    return value - 1
+
+
+def _check_question(spec: ProblemSpec, kind, where: str) -> None:
+    """A further matrix (W_O) only with the type that takes it; then the type's own rules."""
+    for name in spec.matrices:
+        if name not in FROM_EMBEDDINGS + FROM_PROJECTIONS and name not in kind.matrices \
+                and name not in steps.PIPELINE:
+            takers = [k.name for k in kinds.TYPES.values() if name in k.matrices]
+            raise SpecError(f"{where}: {name} goes with type {' or '.join(takers) or 'none'}, "
+                            f"and only there")
+    for name in kind.matrices:
+        if name not in spec.matrices:
+            raise SpecError(f"{where}: type {kind.name} needs {name}"
+                            f"{f' ({steps.REGISTRY[name].text})' if name in steps.REGISTRY else ''}")
+    reason = kind.check(spec)
+    if reason:
+        raise SpecError(f"{where}: {reason}")
+
+
+def read_user_bytes(path: Path, what: str = "the file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """A file the user named, read up to a bound (``inputs``: a FIFO, /dev/zero or a link
+    that loops is refused in one line)."""
+    return inputs.read_bytes(path, what, limit)
+
+
+def read_user_file(path: Path, what: str = "the file", limit: int = MAX_FILE_BYTES) -> str:
+    """A file the user named, as UTF-8 text; an ``InputError`` naming it when it cannot be read."""
+    return inputs.read_text(path, what, limit)
+
+
+def parse_toml(text: str, path: Path) -> dict:
+    return _parse(tomllib.loads, text, path, "TOML")
+
+
+def _parse(parser, text: str, path: Path, kind: str):
+    """A parser's every failure as one line: bad syntax, nesting too deep for the parser,
+    an integer too long to convert (Python refuses over 4300 digits)."""
+    try:
+        return parser(text)
+    except RecursionError:
+        raise SpecError(f"{path}: malformed {kind} (nested too deeply)") from None
+    except ValueError as error:  # TOMLDecodeError and JSONDecodeError are ValueErrors too
+        reason = str(error).split(";")[0].splitlines()[0][:120]
+        raise SpecError(f"{path}: malformed {kind} ({reason}){_quote_hint(text, reason)}") from None
+
+
+UNQUOTED_EXACT = re.compile(r"(?<![\"'\w.])(\d+\s*/\s*\d|sqrt\s*\(|\d\s*\^)")
+
+
+def _quote_hint(text: str, reason: str) -> str:
+    """An exact entry written bare (1/2, sqrt(2)) is not a TOML or JSON number: say so."""
+    line = re.search(r"line (\d+)", reason)
+    if line:
+        lines = text.splitlines()
+        number = int(line.group(1))
+        if 1 <= number <= len(lines) and UNQUOTED_EXACT.search(lines[number - 1]):
+            return '; write exact entries in quotes, e.g. "1/2" or "sqrt(2)/2"'
+    return ""
+
+
+def _read_document(path: Path):
+    text = read_user_file(path, "a problem spec")
+    if path.suffix.lower() == ".toml":
+        return parse_toml(text, path)
+    if path.suffix.lower() == ".json":
+        return _parse(json.loads, text, path, "JSON")
+    raise SpecError(f"{path}: spec files must end in .toml or .json")
+
+
+def _problem_records(document) -> list:
+    """Accept a single problem, ``[[problem]]`` tables, ``{"problems": [...]}`` or a list."""
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict):
+        for key in ("problem", "problems"):
+            if key in document:
+                if len(document) > 1 or not isinstance(document[key], list):
+                    raise SpecError(f"'{key}' must be the only top-level key and hold a list")
+                return document[key]
+        return [document]
+    raise SpecError("a spec file holds one problem, or a list of problems")
+
+
+def _where(path: Path, index: int, count: int) -> str:
+    return f"{path}" if count == 1 else f"{path}, problem {index}"
+
+
+def _matrix_names(record: dict, where: str) -> tuple[str, ...]:
+    has_embeddings = any(name in record for name in FROM_EMBEDDINGS)
+    has_projections = any(name in record for name in FROM_PROJECTIONS)
+    if has_embeddings and has_projections:
+        raise SpecError(f"{where}: give either X, W_Q, W_K, W_V or Q, K, V, not both")
+    names = FROM_PROJECTIONS if has_projections else FROM_EMBEDDINGS
+    missing = [name for name in names if name not in record]
+    if missing:
+        raise SpecError(f"{where}: missing {missing[0]} (a problem needs {', '.join(names)})")
+    return names
+
+
+def _written_as_fractions(record: dict, matrices: dict[str, Matrix]) -> frozenset:
+    """Entries typed as a fraction ("1/2") that are one: they print as the teacher wrote them."""
+    return frozenset(
+        (name, i, j) for name, matrix in matrices.items()
+        for i, row in enumerate(matrix) for j, value in enumerate(row)
+        if isinstance(record[name][i][j], str) and "/" in record[name][i][j]
+        and value.is_Rational and not value.is_Integer)
+
+
+def _parse_matrix(rows, name: str, where: str) -> Matrix:
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
+        raise SpecError(f"{where}: {name} must be a non-empty list of rows, e.g. [[1, 0], [0, 1]]")
+    width = len(rows[0])
+    for number, row in enumerate(rows, start=1):
+        if not row:
+            raise SpecError(f"{where}: {name} row {number} is empty")
+        if len(row) != width:
+            raise SpecError(f"{where}: {name} row {number} has {len(row)} entries "
+                            f"but row 1 has {width}")
+    return tuple(tuple(_parse_entry(entry, name, i, j, where) for j, entry in enumerate(row, 1))
+                 for i, row in enumerate(rows, 1))
+
+
+def _parse_entry(entry, name: str, row: int, column: int, where: str) -> sympy.Expr:
+    try:
+        return parse_exact(entry)
+    except ValueError as error:
+        raise SpecError(f"{where}: {name} row {row}, column {column}: {error}") from None
+
+
+def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
+    def rows(name):
+        return len(matrices[name])
+
+    def columns(name):
+        return len(matrices[name][0])
+
+    def require(condition: bool, message: str) -> None:
+        if not condition:
+            raise SpecError(f"{where}: {message}")
+
+    if "X" in matrices:
+        for weight in ("W_Q", "W_K", "W_V"):
+            require(rows(weight) == columns("X"),
+                    f"{weight} has {rows(weight)} rows but X has {columns('X')} columns")
+        require(columns("W_K") == columns("W_Q"),
+                f"W_K has {columns('W_K')} columns but W_Q has {columns('W_Q')} (both are d_k)")
+        tokens, dimensions = rows("X"), [columns(n) for n in FROM_EMBEDDINGS]
+    else:
+        require(columns("K") == columns("Q"),
+                f"K has {columns('K')} columns but Q has {columns('Q')} (both are d_k)")
+        require(rows("V") == rows("K"), f"V has {rows('V')} rows but K has {rows('K')}")
+        tokens, dimensions = max(rows("Q"), rows("K")), [columns(n) for n in FROM_PROJECTIONS]
+    require(tokens <= MAX_TOKENS, f"{tokens} tokens; at most {MAX_TOKENS} (an exam, not a model)")
+    require(max(dimensions) <= MAX_DIMENSION,
+            f"dimension {max(dimensions)}; at most {MAX_DIMENSION} (an exam, not a model)")
+
+
+def _parse_mask(record: dict, where: str) -> str:
+    mask = record.get("mask", "none")
+    if not isinstance(mask, str) or mask not in MASKS:
+        raise SpecError(f"{where}: unknown mask {shown(mask)} (expected one of: {', '.join(MASKS)})")
+    return mask
+
+
+def _parse_scale(record: dict, where: str) -> sympy.Expr | None:
+    if "scale" not in record:
+        return None
+    try:
+        scale = parse_exact(record["scale"])
+    except ValueError as error:
+        raise SpecError(f"{where}: scale: {error}") from None
+    if not scale.is_positive:
+        raise SpecError(f"{where}: scale must be positive, got {shown(record['scale'])}")
+    return scale
+
+
+def _parse_title(record: dict, where: str) -> str:
+    title = record.get("title", "")
+    if not isinstance(title, str) or len(title) > 200 or "\n" in title:
+        raise SpecError(f"{where}: title must be one line of text, at most 200 characters")
+    if (fault := text_fault(title)):
+        raise SpecError(f"{where}: title {fault}")
+    return title

@@ -1,0 +1,189 @@
+"""Stage 3, the practice page's hints: how to start each step by hand, and its first entry
+(or row) worked.
+
+A hint's words are prose (maths between ``$...$``, printed as the page prints all prose),
+naming a step's inputs by their symbols (S, A, dA), never by the steps' names.  Its first
+line of working is the answer key's: each number written with the decimals the key's line
+gives it (``formatting.working_places``), so that the hint shows what Reveal shows and
+adds up from the numbers it prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from generator.rendering import formatting as fmt
+from generator.maths import ops
+from generator.maths import steps
+
+PICKED = "read it off the matrices shown above, in the new order."
+
+
+@dataclass(frozen=True)
+class OpHint:
+    """An op's hint face (see ops): how to start a step of it by hand, and its first entry's
+    working.  ``how`` is prose, where {{ a }} and {{ b }} are the symbols of the step's
+    inputs, {{ row }} and {{ col }} what of them a product's first entry takes; ``first``
+    (a ``FirstEntry`` -> plain text) writes its first entry or row, or is None for none;
+    ``says_places`` whether the hint notes that the key's working carries more places than
+    the page shows (a softmax row says its own: the exponentials' places)."""
+
+    how: str
+    first: Callable | None = None
+    says_places: bool = True
+
+
+NO_HINT = OpHint("")  # an op whose hint is its formula alone
+
+
+@dataclass(frozen=True)
+class Hint:
+    how: str  # prose
+    symbols: dict = field(default_factory=dict)  # the values its prose reads: a, b, row, col
+    first: str = ""  # the first entry's working, as plain text
+    title: str = ""  # prose naming the step, where its formula would not (Q_2, A′)
+
+
+def hint_of(question, step, head: int | None, decimals: int, table_places: int | None = None) -> Hint:
+    """How to start a step by hand, from its op in the plan that computed it, and its first
+    entry's working; ``table_places``: the no-calculator table's, which the key's softmax
+    working writes its exponentials with."""
+    for _, solution in question.worked:
+        for step_def, known in zip(solution.plan, solution.steps):
+            if known is step:
+                inputs = [steps.symbol(name, head) for name in step_def.inputs if "." not in name]
+                symbols = dict(zip("ab", inputs), row="column" if step_def.transpose_left else "row",
+                               col="row" if step_def.transpose else "column")
+                return Hint(ops.op(step_def.op).hint.how, symbols,
+                            first_working(step, step_def, head, decimals, table_places))
+    return Hint(PICKED)
+
+
+def pick_hint(pick, source_symbol: str, symbol: str) -> Hint:
+    """How a matrix read off another is read: which rows and columns of ``source_symbol``, in
+    what order (a head's block of Q's columns; A′ = PAPᵀ, both rows and columns swapped)."""
+    moved_rows = list(pick.rows) != list(range(len(pick.rows)))
+    moved_columns = list(pick.columns) != list(range(len(pick.columns)))
+    if not moved_rows:
+        how = (f"columns {_span(pick.columns)} of ${source_symbol}$, every row."
+               if _consecutive(pick.columns) else
+               f"the columns of ${source_symbol}$ in the order {_listed(pick.columns)}.")
+    else:
+        how = f"the rows of ${source_symbol}$ in the order {_listed(pick.rows)}" + (
+            f", and its columns in the order {_listed(pick.columns)}." if moved_columns
+            else "; each row keeps its entries.")
+    return Hint(how, title=f"${symbol}$")
+
+
+def _consecutive(indices) -> bool:
+    return list(indices) == list(range(indices[0], indices[0] + len(indices)))
+
+
+def _span(indices) -> str:
+    return f"{indices[0] + 1} to {indices[-1] + 1}" if len(indices) > 1 else f"{indices[0] + 1}"
+
+
+def _listed(indices) -> str:
+    return ", ".join(str(i + 1) for i in indices)
+
+
+def first_working(step, step_def, head: int | None, decimals: int,
+                  table_places: int | None = None) -> str:
+    """The working of a step's first entry (or row), with the key's numbers, by its op's hint
+    face; where they carry more places than the page shows, the hint says so beside them."""
+    computed_by = ops.registered().get(step.kind)
+    hint = computed_by.hint if computed_by else NO_HINT
+    if not step.working or hint.first is None:
+        return ""
+    places = fmt.working_places(step.working[0], decimals)
+    working = hint.first(FirstEntry(step, step_def, head, decimals, places, table_places))
+    if working and places > decimals and hint.says_places:
+        working += (f" (The key works from {places} places, more than the {decimals} shown, so "
+                    "that the line adds up; from the shown values you may differ in the last "
+                    "digit, which is marked right.)")
+    return working
+
+
+@dataclass(frozen=True)
+class FirstEntry:
+    """What a hint's first line of working is written from: the step, the plan's step that
+    computed it, its head, the page's decimals, the places the key's line gives its operands,
+    and the no-calculator table's places (its softmax rows' exponentials), or None."""
+
+    step: object
+    step_def: object
+    head: int | None
+    decimals: int
+    places: int
+    table_places: int | None
+
+    @property
+    def line(self):
+        return self.step.working[0]
+
+    @property
+    def entry(self) -> str:
+        """The line's own place: a row question's one row is row 3 of S̃, not row 1."""
+        line = self.line
+        return (f"{fmt.plain_entry_symbol(self.step.name, self.head)}"
+                f"[{line.row + 1},{getattr(line, 'col', 0) + 1}]")
+
+    def text(self, num) -> str:
+        """An operand, as the key's line writes it."""
+        return fmt.decimal_text(num, self.places)
+
+    def result(self, num) -> str:
+        """A result, to the shown decimals: "= 0.5", or "≈ 0.3333"."""
+        sign = "=" if fmt.is_exact_at(num, self.decimals) else "≈"
+        return f"{sign} {fmt.decimal_text(num, self.decimals)}"
+
+
+# The first-entry faces of the built-in ops' hints (``builtin_ops``).
+def product_first(w: FirstEntry) -> str:
+    return f"{w.entry} = {products(w.line.pairs, w.text)} {w.result(w.line.result)}."
+
+
+def scaling_first(w: FirstEntry) -> str:
+    line = w.line
+    how = (f"{w.text(line.score)} / {w.text(line.divisor)}" if line.divisor
+           else f"{w.text(line.factor)} · {fmt.parenthesized(w.text(line.score))}")
+    return f"{w.entry} = {how} {w.result(line.result)}."
+
+
+def softmax_first(w: FirstEntry) -> str:
+    return softmax_row(w.line, w.table_places or w.places)
+
+
+def softmax_backward_first(w: FirstEntry) -> str:
+    pairs = zip(w.line.weights, w.line.upstream)
+    return f"the dot product {products(pairs, w.text)} {w.result(w.line.dot)}."
+
+
+def jacobian_first(w: FirstEntry) -> str:
+    line = w.line
+    return f"{w.entry} = {w.text(line.a_i)}·(1 - {w.text(line.a_j)}) {w.result(line.result)}."
+
+
+def blend_first(w: FirstEntry) -> str:
+    rows = fmt.plain_entry_symbol(w.step_def.inputs[1], w.head)
+    terms = [f"{w.text(weight)}·(row {k + 1} of {rows})" for k, weight in enumerate(w.line.weights)]
+    return (f"row {w.line.row + 1} of {fmt.plain_entry_symbol(w.step.name, w.head)} = "
+            + " + ".join(terms) + ".")
+
+
+def products(pairs, text) -> str:
+    """a·b + c·(-d) + ...: a dot product as the key writes it."""
+    return " + ".join((text(a) if k == 0 else fmt.parenthesized(text(a))) + "·"
+                      + fmt.parenthesized(text(b)) for k, (a, b) in enumerate(pairs))
+
+
+def softmax_row(line, places: int) -> str:
+    """A row's exponentials and their sum, as the key writes them: the sum is the sum of the
+    exponentials as printed."""
+    powers = ", ".join(
+        "masked → 0" if x is None else
+        f"e^{fmt.decimal_text(x, fmt.exponent_places(x, e, places))} "
+        f"{'=' if fmt.is_exact_at(e, places) else '≈'} {fmt.decimal_text(e, places)}"
+        for x, e in zip(line.inputs, line.exponentials))
+    return f"Row {line.row + 1}: {powers}; sum = {fmt.printed_sum(line.exponentials, places)}."

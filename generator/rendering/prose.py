@@ -1,0 +1,266 @@
+"""Prose, written once and printed for each format.
+
+A piece of prose (a title, a statement, a part's prompt, a key's explanation) is a
+small Jinja template in one notation: plain words, maths between ``$...$`` in TeX,
+and ``**bold**``.  ``say`` renders it with the values of the problem at hand (in
+the immutable sandbox) and hands it to the format's printer, which turns each piece
+by its kind, as SymPy's printers do (``_print_<Kind>``):
+
+- LaTeX keeps the maths and escapes the words (pylatex);
+- Markdown writes the maths as plain text (pylatexenc: S/√(d_k), K^T);
+- HTML writes the maths as MathML (latex2mathml) and escapes the words;
+- Moodle writes the maths as TeX for its MathJax filter, \\( ... \\).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jinja2
+from markupsafe import Markup
+from pylatex.utils import NoEscape, escape_latex
+from pylatexenc import latex2text
+
+from generator.rendering.teacher_text import cloze_braces
+
+PIECES = re.compile(r"\*\*(?P<bold>.+?)\*\*|\$(?P<math>[^$]+)\$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Math:
+    tex: str
+
+
+@dataclass(frozen=True)
+class Bold:
+    pieces: tuple
+
+
+def pieces(prose: str) -> tuple:
+    """The prose as a sequence of Text, Math and Bold (which holds Text and Math)."""
+    found, at = [], 0
+    for match in PIECES.finditer(prose):
+        if match.start() > at:
+            found.append(Text(prose[at:match.start()]))
+        found.append(Bold(pieces(match["bold"])) if match["bold"] is not None else Math(match["math"]))
+        at = match.end()
+    if at < len(prose):
+        found.append(Text(prose[at:]))
+    return tuple(found)
+
+
+class Printer:
+    """Prints prose piece by piece, each by the method named for its kind."""
+
+    def print(self, prose: str) -> str:
+        return self.join(self._print(piece) for piece in pieces(prose))
+
+    def _print(self, piece) -> str:
+        return getattr(self, f"_print_{type(piece).__name__}")(piece)
+
+    def join(self, printed) -> str:
+        return "".join(printed)
+
+    def _print_Bold(self, piece: Bold) -> str:
+        return self.bold(self.join(self._print(p) for p in piece.pieces))
+
+
+class LatexPrinter(Printer):
+    def _print_Text(self, piece: Text) -> str:
+        # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
+        return escape_latex(piece.text).replace(r"\^{}", r"\textasciicircum{}")
+
+    def _print_Math(self, piece: Math) -> str:
+        return f"${piece.tex}$"
+
+    def bold(self, text: str) -> str:
+        return rf"\textbf{{{text}}}"
+
+    def join(self, printed) -> str:
+        return NoEscape("".join(printed))
+
+
+class MarkdownPrinter(Printer):
+    def _print_Text(self, piece: Text) -> str:
+        return piece.text
+
+    def _print_Math(self, piece: Math) -> str:
+        return plain_maths(piece.tex)
+
+    def bold(self, text: str) -> str:
+        return f"**{text}**"
+
+
+class HtmlPrinter(Printer):
+    def _print_Text(self, piece: Text) -> str:
+        return html.escape(piece.text, quote=False)
+
+    def _print_Math(self, piece: Math) -> str:
+        sides = relation_breaks(piece.tex)
+        if len(sides) == 1:
+            return f'<span class="m">{labelled_mathml(piece.tex)}</span>'
+        # a browser breaks no MathML: each side of an = is a formula of its own, so that a
+        # line may break after the =, as TeX breaks maths in a paragraph; read as one formula.
+        # The break is a zero-width space, not <wbr>: Canvas's sanitiser drops a <wbr> tag.
+        shown = "\u200b".join(f'<span class="m">{hidden_mathml(tex)}</span>' for tex in sides)
+        return f'<span role="math" aria-label="{html.escape(spoken(piece.tex))}">{shown}</span>'
+
+    def bold(self, text: str) -> str:
+        return f"<b>{text}</b>"
+
+    def join(self, printed) -> str:
+        return Markup("".join(printed))
+
+
+RELATION_OR_GROUP = re.compile(r"\\[{}]|\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|[{}]|=|\\approx(?![a-zA-Z])")
+
+
+def relation_breaks(tex: str) -> list[str]:
+    """TeX cut after each relation (=, ≈) outside braces and \\left ... \\right: the places
+    where a line of text may break in a formula. ``a = b`` is ``["a =", "b"]``."""
+    pieces, depth, start = [], 0, 0
+    for match in RELATION_OR_GROUP.finditer(tex):
+        token = match[0]
+        depth += (token in ("{", "\\left")) - (token in ("}", "\\right"))
+        if depth == 0 and token in ("=", "\\approx") and tex[match.end():].strip():
+            pieces.append(tex[start:match.end()].strip())
+            start = match.end()
+    return pieces + [tex[start:].strip()]
+
+
+class MoodlePrinter(HtmlPrinter):
+    def _print_Text(self, piece: Text) -> str:
+        return cloze_braces(super()._print_Text(piece))  # a cloze gap forms from no words
+
+    def _print_Math(self, piece: Math) -> str:
+        return html.escape(rf"\({piece.tex}\)", quote=False)
+
+
+PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": HtmlPrinter(),
+            "moodle": MoodlePrinter()}
+
+
+@lru_cache(maxsize=4096)
+def mathml(tex: str) -> str:
+    import latex2mathml.converter  # a twentieth of a second: only runs that write a page pay it
+    return latex2mathml.converter.convert(tex).replace(
+        ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
+
+
+def _plain_text_context():
+    """pylatexenc's maths-to-text, with a transpose written T as in the other texts."""
+    context = latex2text.get_default_latex_context_db().filter_context(keep_categories=None)
+    context.add_context_category("gen-problems", prepend=True, macros=[
+        latex2text.MacroTextSpec("top", "T"),
+        latex2text.MacroTextSpec(",", ""),
+        *(latex2text.MacroTextSpec(name, f" {sign} ") for name, sign in
+          (("le", "≤"), ("ge", "≥"), ("approx", "≈"), ("times", "×"), ("cdot", "·"))),
+    ])
+    return context
+
+
+OPERATOR_NAME = re.compile(r"\\operatorname\{(\w+)\}")
+
+
+@lru_cache(maxsize=4096)  # a set writes the same few symbols (Q, K^T, A') many times
+def plain_maths(tex: str) -> str:
+    text = _TO_TEXT.latex_to_text(OPERATOR_NAME.sub(r"\\mathrm{\1}", tex))
+    return re.sub(" {2,}", " ", text).strip()
+
+
+_TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_text_context(),
+                                      strict_latex_spaces=False)
+
+
+# Maths as a screen reader should say it, for a formula's accessible name (browsers leave
+# MathML out of a heading's or a caption's name): first in TeX, where the structure is plain,
+# then in the plain text (a subscript, a prime, a minus).
+SPOKEN_TEX = ((re.compile(r"\\(tilde|hat)\{(\w)\}"), r"\2 \1"),
+              (re.compile(r"\\sqrt\{([^{}]*)\}"), r"\\text{the square root of }\1"),
+              (re.compile(r"\\sum_\{?(\w+)\}?"), r"\\text{the sum over \1 of }"),
+              (re.compile(r"\^\{?\\top\}?"), r"\\text{ transpose}"),
+              (re.compile(r"\\mathrm\{d\}"), r"\\text{d }"),
+              (re.compile(r"\\(partial|infty|odot|delta)(?![A-Za-z])"),
+               lambda m: {"partial": r"\text{partial }", "infty": r"\text{infinity}",
+                          "odot": r"\text{ elementwise times }", "delta": r"\text{delta}"}[m[1]]))
+SPOKEN_TEXT = ((re.compile(r"(?<=\w)'"), " prime"), (re.compile(r"_"), " sub "),
+               (re.compile(r"\^\((\w+)\)"), r" superscript \1"), (re.compile(r"\^"), " to the "),
+               (re.compile(r"(^|\s)-\s?"), r"\1minus "), (re.compile(r"·"), " times "),
+               (re.compile(r"\s/\s|/"), " over "))
+
+
+@lru_cache(maxsize=4096)
+def spoken(tex: str) -> str:
+    """Maths in words a screen reader says well: S̃ = S/√(d_k) is "S tilde = S over the square
+    root of d sub k"."""
+    for pattern, words in SPOKEN_TEX:
+        tex = pattern.sub(words, tex)
+    text = plain_maths(tex)
+    for pattern, words in SPOKEN_TEXT:
+        text = pattern.sub(words, text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def hidden_mathml(tex: str) -> str:
+    """MathML left out of the accessibility tree: a piece of a formula labelled as a whole."""
+    return mathml(tex).replace("<math>", '<math aria-hidden="true">', 1)
+
+
+def labelled_mathml(tex: str) -> str:
+    """MathML that keeps its maths in the accessible name of what holds it (a heading, a
+    caption): the spoken form as its label."""
+    return mathml(tex).replace("<math>", f'<math aria-label="{html.escape(spoken(tex))}">', 1)
+
+
+class ProseRenderer:
+    """Renders prose sources with a template's values, then prints them for one format.
+
+    ``environment`` is a sandboxed Jinja environment whose loader is ``SourceLoader``: each
+    source is loaded under a name made from its digest, so that the environment's bytecode
+    cache keeps the compiled prose between runs as it keeps the templates."""
+
+    def __init__(self, printer: Printer, environment: jinja2.Environment):
+        self.printer = printer
+        self.environment = environment
+        self._compiled: dict[str, jinja2.Template] = {}
+        # the same sentences recur problem after problem: each is printed once
+        self._print = lru_cache(maxsize=8192)(printer.print)
+
+    def render(self, source: str, values: dict) -> str:
+        """The prose with its values in, not yet printed."""
+        if "{" not in source:  # most prose is fixed words: no template to run
+            return source
+        if source not in self._compiled:
+            self._compiled[source] = self.environment.get_template(
+                self.environment.loader.name_of(source))
+        return self._compiled[source].render(values)
+
+    def __call__(self, source: str, values: dict) -> str:
+        return self._print(self.render(source, values))
+
+
+class SourceLoader(jinja2.BaseLoader):
+    """Loads prose by the name ``name_of`` gave its source (a source is no template name:
+    Jinja writes the name into the code it compiles)."""
+
+    def __init__(self):
+        self._sources: dict[str, str] = {}
+
+    def name_of(self, source: str) -> str:
+        name = "prose/" + hashlib.sha256(source.encode()).hexdigest()
+        self._sources[name] = source
+        return name
+
+    def get_source(self, environment, template: str):
+        if template not in self._sources:
+            raise jinja2.TemplateNotFound(template)
+        return self._sources[template], None, lambda: True

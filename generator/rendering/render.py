@@ -1,0 +1,542 @@
+"""Stage 3, renderers: solved problems -> document texts, through Jinja templates.
+
+Templates hold layout; numbers become text only through ``formatting``.  A
+user's template folder (``--templates DIR``) is searched before the built-in
+one, so a teacher overrides one file and keeps the rest.  Each step is drawn by
+the first template found of ``steps/<name>``, ``steps/<kind>`` and its op's own
+(``ops.working_template``: ``steps/<op>``, or ``steps/default``).
+
+In LaTeX everything a template prints is escaped (pylatex's ``escape_latex``)
+unless it is marked trusted with ``NoEscape``; only ``formatting`` makes those.
+Every template, built-in or the teacher's, runs in Jinja's immutable sandbox: a
+template can read the values it is given and call the filters, nothing more
+(no ``__globals__``, no ``os``, no changing a list).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import difflib
+import traceback
+from functools import partial
+from pathlib import Path
+
+import jinja2
+import jinja2.sandbox
+import sympy
+from markupsafe import Markup
+from pylatex.utils import NoEscape, escape_latex
+
+from generator.rendering import formatting as fmt
+from generator.maths import insight
+from generator.maths import ops
+from generator.maths import steps
+from generator.maths.engine import Num
+from generator.kinds import TYPES
+from generator.running.lockstep import Versions, in_step
+from generator.rendering.prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
+from generator.rendering.paper import DocumentInfo, Paper, writing_lines
+from generator.rendering.teacher_text import markdown_code_span, markdown_literal
+from generator.running.private import private_cache
+from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader
+from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
+
+
+def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
+                    user_templates: Path | None = None, workspace: Path | None = None,
+                    versions: Versions | None = None) -> dict[str, str | Path]:
+    """The question papers and the answer keys as Markdown, keyed by file name; given a
+    ``workspace``, written there as they are rendered (a large set's text never sits in
+    memory) and given as the files' paths.  A class read in step (``versions``) has both
+    documents rendered at once (``lockstep``)."""
+    environment = markdown_environment(info.decimals, user_templates)
+
+    def document(name: str, papers: list[Paper]) -> str | Path:
+        if workspace is None:
+            return _render(environment, "markdown", name, papers, info)
+        with open(workspace / name, "w", encoding="utf-8") as file:
+            _render(environment, "markdown", name, papers, info, file)
+        return workspace / name
+
+    names = ("questions.md", "answers.md")
+    return dict(zip(names, in_step([partial(document, name, papers) for name, papers
+                                    in zip(names, (questions, keys))], versions)))
+
+
+def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
+                 user_templates: Path | None = None, stream=None, workspace: Path | None = None,
+                 versions: Versions | None = None) -> dict[str, str | Path]:
+    """The answer keys and the question papers as LaTeX sources, by file name, each source
+    written into ``workspace`` (and given as its path) when there is one.  The key comes
+    first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each source is
+    also handed to TeX chunk by chunk while it is rendered (it needs a workspace).  A class
+    read in step (``versions``) has both documents rendered at once (``lockstep``).
+
+    A document is rendered for pdflatex; when it then holds a character pdflatex cannot
+    typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
+    LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
+    environment = latex_environment(info.decimals, user_templates)
+    names = ("answers.tex", "questions.tex")
+    return dict(zip(names, in_step([partial(_latex_document, environment, name, papers, info,
+                                            stream, workspace)
+                                    for name, papers in zip(names, (keys, questions))], versions)))
+
+
+def _latex_document(environment, name: str, papers: list[Paper], info: DocumentInfo, stream,
+                    workspace: Path | None) -> str | Path:
+    if workspace is None:
+        source = _render(environment, "latex", name, papers, info, typesetting=PDFLATEX)
+        typesetting = typesetting_for(source)
+        if typesetting.unicode:
+            source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
+        return source
+    target = workspace / name  # TeX reads the document while it is written: a file is kept
+    tex = stream(name) if stream else None
+    foreign = ForeignCharacters(on_found=tex.abandon if tex else None)
+    with open(target, "w", encoding="utf-8") as file:  # TeX, if any, reads it back
+        _render(environment, "latex", name, papers, info,
+                *((foreign, tex.through(file)) if tex else (file, foreign)), typesetting=PDFLATEX)
+    if foreign.found:
+        typesetting = typesetting_of(foreign.found, target.read_bytes())
+        with open(target, "w", encoding="utf-8") as file:
+            _render(environment, "latex", name, papers, info, file, typesetting=typesetting)
+    if tex:
+        tex.close(target)
+    return target
+
+
+class ForeignCharacters:
+    """A sink that keeps the characters of a text that pdflatex cannot typeset, and says so
+    (``on_found``: TeX reading the document stops) before the next sink sees them."""
+
+    def __init__(self, on_found=None) -> None:
+        self.found: set[str] = set()
+        self.on_found = on_found
+
+    def write(self, text: str) -> None:
+        lacking = pdflatex_lacks(text)
+        if lacking:
+            self.found |= lacking
+            if self.on_found:
+                self.on_found()
+
+
+STREAM_BATCH = 256  # template chunks per write: a few kilobytes
+
+
+def _render(environment, folder: str, name: str, papers, info, *sinks, **extra) -> str | None:
+    """A document's text.  Given sinks (a file being written, TeX reading the document), it
+    is sent to each of them in batches of chunks as it is rendered, and not kept."""
+    template = environment.get_template(f"{folder}/{name}.j2")
+    if not sinks:
+        with template_failures():
+            return template.render(papers=papers, info=info, **extra)
+    send_in_batches(template.generate(papers=papers, info=info, **extra), *sinks)
+    return None
+
+
+@contextlib.contextmanager
+def template_failures():
+    """Whatever a template's code raises (a filter given the wrong kind of value, say by a
+    teacher's template) is a template error, whose one line names the template and line."""
+    try:
+        yield
+    except (jinja2.TemplateError, OSError):  # OSError: writing the file (a full disk)
+        raise
+    except Exception as error:
+        where = next((f" ({frame.f_code.co_filename}, line {line})" for frame, line
+                      in reversed(list(traceback.walk_tb(error.__traceback__)))
+                      if frame.f_code.co_filename.endswith(".j2")), "")
+        raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}{where}") from error
+
+
+def send_in_batches(chunks, *sinks) -> None:
+    """A template's chunks (``generate``) written to each sink a few kilobytes at a time, as
+    they are rendered: a large document never sits in memory whole."""
+    batch = []
+    with template_failures():
+        for chunk in chunks:
+            batch.append(chunk)
+            if len(batch) == STREAM_BATCH:
+                _send("".join(batch), sinks)
+                batch = []
+    _send("".join(batch), sinks)
+
+
+def _send(text: str, sinks) -> None:
+    for sink in sinks:
+        sink.write(text)
+
+
+# Folders whose templates are looked up by a step's, part's or type's name at run time.
+LOOKED_UP_BY_NAME = ("steps", "notes")
+
+
+def ignored_overrides(folder: Path) -> list[str]:
+    """Files of a teacher's template folder that no run would read: not in a place of a
+    built-in template, not in a folder looked up by name, not included by another of theirs."""
+    builtin = {p.relative_to(BUILTIN_TEMPLATES).as_posix()
+               for p in BUILTIN_TEMPLATES.rglob("*") if p.is_file()}
+    mine = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*")) if p.is_file()}
+    texts = "\n".join(p.read_text(encoding="utf-8", errors="replace")[:100_000]
+                      for p in list(mine.values())[:500])
+    notes = []
+    for name in mine:
+        parts = name.split("/")
+        looked_up = len(parts) == 3 and parts[1] in LOOKED_UP_BY_NAME and name.endswith(".j2")
+        if name in builtin or looked_up or name in texts:
+            continue
+        near = difflib.get_close_matches(name, builtin, n=1, cutoff=0.5) or [
+            b for b in sorted(builtin) if b.endswith("/" + parts[-1])][:1]
+        notes.append(f"{folder / name} is not where a template is read, so it is ignored"
+                     + (f" (did you mean {folder / near[0]}?)" if near else ""))
+    return notes
+
+
+def markdown_environment(decimals: int, user_templates: Path | None = None,
+                         autoescape: bool = False) -> jinja2.Environment:
+    """Plain-text numbers and matrices; with ``autoescape`` it also serves the HTML pages,
+    which show the Markdown key's working as it is."""
+    environment = make_environment(user_templates, autoescape=autoescape)
+    add_prose(environment, "markdown", decimals)
+    number = partial(fmt.decimal_text, decimals=decimals)
+    environment.filters.update(
+        num=number,
+        paren=lambda n: fmt.parenthesized(number(n)),
+        vector=lambda nums: "[" + ", ".join(number(n) for n in nums) + "]",
+        matrix=lambda step: fmt.plain_matrix([[number(n) for n in row] for row in step.entries]),
+        given_matrix=lambda step, spec: fmt.plain_matrix(
+            [[str(n.exact) if (step.name, i, j) in spec.fractions else number(n)
+              for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
+        exact=partial(fmt.short_exact_text, decimals=decimals),
+        maths=plain_maths,  # a symbol the Python side wrote in TeX (A', Q_1), as plain text
+        symbol=lambda name, head=None: plain_maths(steps.symbol(name, head)),  # scores: S
+        entry_symbol=fmt.plain_entry_symbol,  # S[1,2]; S_1[1,2] for head 1
+        literal=markdown_literal, code_span=markdown_code_span,  # a teacher's text, as typed
+        **_relations(decimals, exact="=", rounded="≈"),
+        **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
+    )
+    return environment
+
+
+def latex_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
+    # Delimiters that TeX never writes: {{ }} and {# #} clash with TeX's braces and {#1}.
+    environment = make_environment(
+        user_templates, block_start_string="<%", block_end_string="%>",
+        variable_start_string="<<", variable_end_string=">>",
+        comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted)
+    add_prose(environment, "latex", decimals)
+    def number(num) -> NoEscape:
+        return NoEscape(fmt.latex_number(num, decimals))
+
+    environment.filters.update(
+        num=number,
+        paren=lambda n: NoEscape(fmt.parenthesized(number(n))),
+        vector=lambda nums: NoEscape(fmt.latex_vector([number(n) for n in nums])),
+        matrix=lambda step: NoEscape(fmt.latex_matrix([[number(n) for n in row]
+                                                       for row in step.entries])),
+        exact=lambda n: _trusted_or_none(fmt.short_exact_latex(n, decimals)),
+        tex=lambda value: NoEscape(fmt.exact_latex(value)),
+        given_matrix=lambda step, spec: NoEscape(fmt.latex_matrix(
+            [[fmt.exact_latex(n.exact) if (step.name, i, j) in spec.fractions else number(n)
+              for j, n in enumerate(row)] for i, row in enumerate(step.entries)])),
+        symbol=lambda name, head=None: NoEscape(steps.symbol(name, head)),
+        maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1)
+        # a command may wrap after a space or a slash of a long path, never run off the page
+        shell_command=shell_command_latex,
+        entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
+        **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
+        **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,
+                           rounded=NoEscape(r"\approx")),
+    )
+    return environment
+
+
+DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{ ', ' if not loop.last }}"
+                  "{% endfor %}, showing your working.")
+
+
+# What prose may read of a template's values (and what a pass_context filter finds there).
+PROSE_VALUES = ("spec", "question", "problem", "part", "step", "choice", "info")
+
+
+def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> None:
+    """The globals that print prose (see ``prose``) in this environment's format:
+    ``say(source)`` renders it with the template's values; ``kind_of(question)`` is the
+    question's type, whose title, statement, prompts and keys are prose;
+    ``prompt_of(question, part)`` and ``formula_of(step)`` find a part's or a step's.
+    A template sets ``prose_format`` (or passes ``format``) to print in another format (plain
+    text in a <pre>)."""
+    renderers: dict[str, ProseRenderer] = {}
+
+    def renderer(name: str) -> ProseRenderer:
+        if name not in renderers:
+            prose_environment = Sandbox(loader=SourceLoader(), undefined=jinja2.StrictUndefined,
+                                        autoescape=False, bytecode_cache=_bytecode_cache())
+            renderers[name] = ProseRenderer(PRINTERS[name], prose_environment)
+            prose_environment.filters.update(_prose_filters(renderers[name], decimals))
+            prose_environment.globals["zip"] = zip
+        return renderers[name]
+
+    @jinja2.pass_context
+    def say(context, source: str, format: str | None = None, **values):
+        """A template's loop variables are not in its context: pass them (part=part)."""
+        name = format or context.get("prose_format") or printer
+        known = {key: context.get(key) for key in PROSE_VALUES}
+        return renderer(name)(source, {**known, **values})
+
+    def prompt_of(question, part) -> str:
+        step = steps.REGISTRY.get(part.task)
+        return (TYPES[question.kind].prompts.get(part.task)
+                or (step.prompt if step and step.prompt else DEFAULT_PROMPT))
+
+    def formula_of(step) -> str:
+        known = steps.REGISTRY.get(step.name)
+        return known.formula if known and known.formula else "{{ step.formula }}"
+
+    environment.globals.update(say=say, kind_of=lambda question: TYPES[question.kind],
+                               prompt_of=prompt_of, formula_of=formula_of)
+
+
+def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
+    """What prose may write: a step's symbol (a head's carries its number), the step its
+    formula takes its input from, another step's formula, numbers and exact values."""
+    def head_of(context) -> int | None:
+        part = context.get("part")
+        return getattr(part, "head", None) if part is not None else None
+
+    @jinja2.pass_context
+    def sym(context, name: str) -> str:
+        return steps.symbol(name, head_of(context))
+
+    @jinja2.pass_context
+    def input_of(context, name: str) -> str:
+        question, part = context.get("question"), context.get("part")
+        solution = getattr(part, "solution", None) or question.solution
+        return next((step.inputs[0] for step in solution.plan if step.name == name),
+                    steps.REGISTRY[name].inputs[0])
+
+    @jinja2.pass_context
+    def formula(context, name: str) -> str:
+        known = steps.REGISTRY.get(name)
+        values = {key: context.get(key) for key in PROSE_VALUES}
+        return renderer.render(known.formula, values) if known else name
+
+    return dict(sym=sym, input_of=input_of, formula=formula,
+                num=lambda n: fmt.latex_number(n, decimals), tex=fmt.exact_latex,
+                # a measured value (a float, not a step's entry) to the shown decimals
+                fixed=lambda x: f"{float(x):.{decimals}f}",
+                letter_index=lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter),
+                article=_article)
+
+
+def _article(n) -> str:
+    return "an" if str(n).startswith("8") or n in (11, 18) else "a"
+
+
+SANDBOX_KEY = "immutable-sandbox"
+
+
+# Values whose methods a template may call: plain data, which can only answer (the immutable
+# sandbox already refuses the methods that change a list or a dict).  Exact types: a
+# subclass may add methods (numpy's float64 is a float that writes files with .tofile).
+PLAIN_DATA = frozenset({str, Markup, int, float, bool, list, tuple, dict, set, frozenset})
+
+
+class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, which a template cannot leave by calling what it reads.
+
+    A template reads live objects (a step's sympy numbers, the papers' records), whose
+    methods reach further than reading: sympy's ``subs``, ``equals`` or a class given a
+    string parse it with ``eval``.  So a template may call only what the environment gives
+    it to call (its globals: ``say``, ``zip``, ``range`` ...), Jinja's own (macros, ``loop``,
+    ``super``) and the methods of plain data (``name.upper()``); anything else is refused.
+
+    The sandbox's verdict on an attribute is remembered per (type, name): it depends on
+    nothing else, and asking it afresh for every attribute a template reads would make
+    rendering some 70% slower."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._safe: dict[tuple[type, str], bool] = {}
+        self._plain_data: set[tuple[type, str]] = set()  # safe, and read as a value, not a method
+
+    def is_safe_callable(self, obj) -> bool:
+        return super().is_safe_callable(obj) and (
+            type(getattr(obj, "__self__", None)) in PLAIN_DATA
+            or getattr(obj, "__module__", None) == "jinja2.runtime"  # a macro, loop.cycle, super
+            or any(obj is given for given in self.globals.values()))
+
+    def is_safe_attribute(self, obj, attr: str, value) -> bool:
+        key = (type(obj), attr)
+        if key not in self._safe:
+            self._safe[key] = super().is_safe_attribute(obj, attr, value)
+        return self._safe[key]
+
+    def getattr(self, obj, attribute: str):
+        """A step's ``.entries`` or a number's ``.value`` is read thousands of times: once the
+        sandbox has passed it as safe plain data, it is read directly (a method, such as a
+        str.format the sandbox must wrap, always takes the full path)."""
+        key = (type(obj), attribute)
+        if key in self._plain_data:
+            return builtins.getattr(obj, attribute)
+        value = super().getattr(obj, attribute)
+        if (self._safe.get(key) and not callable(value)
+                and not isinstance(value, jinja2.runtime.Undefined)):
+            self._plain_data.add(key)
+        return value
+
+
+class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """A cache that never fails a run: a full or unwritable cache folder only costs speed.
+
+    Its keys name the sandbox and the environment's options: Jinja keys compiled templates by
+    their source alone, but code compiled outside the sandbox calls functions without the
+    sandbox's checks, and code compiled with autoescape (the page's Markdown working) escapes
+    what the Markdown key must print as it is (A' as A&#39;)."""
+
+    def __init__(self, directory: str, flavor: str = ""):
+        super().__init__(directory)
+        self.flavor = flavor
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return super().get_cache_key(f"{SANDBOX_KEY}:{self.flavor}:{name}", filename)
+
+    def dump_bytecode(self, bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+    def load_bytecode(self, bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
+    folders = [user_templates] if user_templates else []
+    environment = Sandbox(
+        loader=CheckedLoader([*folders, BUILTIN_TEMPLATES]),  # a bad file is one line
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(options),
+        auto_reload=False,  # a template is read once a run: no stat of its file at every include
+        **{"autoescape": False, **options})
+    environment.globals["zip"] = zip
+    environment.globals["working_template"] = ops.working_template  # a step's, by its op
+    environment.filters["writing_lines"] = writing_lines
+    environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
+    environment.filters["num_of"] = lambda x: Num.of(_exact_number(x))
+    environment.globals["table_quotient"] = fmt.table_quotient  # --no-calculator's example
+    environment.filters.update(attention_focus=insight.attention_focus,
+                               blend_focus=insight.blend_focus, scaling_effect=insight.scaling_effect)
+    environment.filters["article"] = _article
+    environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
+    return environment
+
+
+def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs (keyed by each template's source, so an edited
+    template is compiled afresh): compiling them all costs a tenth of a second a run.
+    A compiled template is code the run loads: it is kept only in a folder private to the
+    user (``private``), never in the temp folder; without one, templates are compiled anew."""
+    folder = private_cache("templates")
+    flavor = ";".join(f"{key}={getattr(value, '__qualname__', value)}"
+                      for key, value in sorted((options or {}).items()))
+    return QuietBytecodeCache(str(folder), flavor) if folder else None
+
+
+def _exact_number(value) -> sympy.Expr:
+    """A filter's operand as an exact number, only from a number (sympy would parse a string
+    with ``eval``: a template's text must never become code)."""
+    if isinstance(value, Num):
+        return value.exact
+    if isinstance(value, sympy.Expr) or type(value) is int:
+        return sympy.sympify(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def _relations(decimals: int, exact: str, rounded: str) -> dict:
+    """Filters that write '=' after an exact number and '≈' after a rounded one."""
+
+    def all_exact(nums) -> bool:
+        return all(fmt.is_exact_at(n, decimals) for n in nums)
+
+    return dict(rel=lambda n: exact if all_exact([n]) else rounded,
+                vrel=lambda nums: exact if all_exact(nums) else rounded)
+
+
+def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded="≈") -> dict:
+    """Filters for a step's working, whose operands are printed with the places that make each
+    line check on a calculator: ``{% set places = line | places %}``, then
+    ``x | num_at(places)``; a dot product with ``line | products(places, "·")``; an exponent
+    with ``x | num_at(x | exponent_places(e, places))``;
+    a softmax row's sum as the sum of what it prints.  ``mark`` makes the format's text
+    trusted (NoEscape in LaTeX)."""
+    def number_at(n, places):
+        return mark(number(n, places))
+
+    def parenthesized_at(n, places):
+        return mark(fmt.parenthesized(number(n, places)))
+
+    def products(line, places, times):
+        """A dot product's working, a·b + c·(-d) + ...: one filter, not a template loop over
+        its pairs, which cost a fifth of a large key's rendering."""
+        return mark(" + ".join((number_at if k == 0 else parenthesized_at)(a, places) + times
+                               + parenthesized_at(b, places) for k, (a, b) in enumerate(line.pairs)))
+
+    def quotient_at(line, places, times):
+        """A no-calculator output row as one quotient of table values (``fmt.QuotientForm``):
+        its terms e_j·v_j, the column sums they give and the row's sum; None where it has none."""
+        form = fmt.quotient_form(line, places)
+        if form is None:
+            return None
+        terms = " + ".join(number(e, places) + times + vector([number(v, places) for v in row])
+                           for e, row in form.terms)
+        return dict(terms=mark(terms), numerator=mark(vector(list(form.numerator))),
+                    denominator=mark(form.denominator))
+
+    return dict(
+        quotient_at=quotient_at,
+        places=lambda line: fmt.working_places(line, decimals),
+        exponent_places=fmt.exponent_places,
+        num_at=number_at,
+        paren_at=parenthesized_at,
+        products=products,
+        vector_at=lambda nums, places: mark(vector([number(n, places) for n in nums])),
+        rel_at=lambda n, places: exact if fmt.is_exact_at(n, places) else rounded,
+        printed_sum=lambda nums, places: mark(fmt.printed_sum(nums, places)))
+
+
+def shell_command_latex(command: str) -> NoEscape:
+    """A shell command as LaTeX that pastes back as the same command: straight quotes (T1's
+    typewriter ' is a curly ’), a line break at a space between words (a break inside a
+    quoted title or a path would paste as a newline there), after a / only where a path is
+    longer than the line, each space kept."""
+    quote = None
+    pieces = []
+    for char in command:
+        if char in "'\"" and quote in (None, char):
+            quote = None if quote else char
+        if char == " ":
+            pieces.append("~" if quote else " ")
+        elif char == "/":
+            pieces.append(r"/\penalty5000{}")  # the last resort: a break here pastes a newline
+        else:
+            pieces.append({"'": r"\textquotesingle{}", '"': r"\textquotedbl{}"}.get(char)
+                          or escape_latex(char).replace(r"\^{}", r"\textasciicircum{}"))
+    return NoEscape("".join(pieces))
+
+
+def _escape_untrusted(value):
+    if value is None or isinstance(value, (NoEscape, int)):
+        return value
+    # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
+    escaped = escape_latex(str(value)).replace(r"\^{}", r"\textasciicircum{}")
+    return NoEscape(right_to_left(escaped))  # an Arabic or Hebrew name reads right to left
+
+
+def _trusted_or_none(text: str | None):
+    return None if text is None else NoEscape(text)

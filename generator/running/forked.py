@@ -1,0 +1,290 @@
+"""Work done by a forked process beside the run, on a machine with more than one core.
+
+A large set is solved by two processes: a forked child draws and solves the first part
+of the set while the run draws the whole set and solves the rest, and hands its solved
+problems back through a pipe (sympy's expressions pickled as they are, not rebuilt and
+simplified again, which would cost as much as solving them).
+
+Once every problem is solved, a large run forks a child for each format other than
+LaTeX (Markdown, JSON, the practice page, Moodle).  Each writes its files into the
+run's work folder while the parent renders the LaTeX and feeds TeX, so that both cores
+work.  A child shares the solved problems with the parent (the pages are copied only if
+written) instead of solving them again, and renders exactly what the parent would
+have: the files are the same bytes.  It reports the files it wrote, or the exception
+that stopped it, through a pipe; the parent raises that exception as its own.  A small
+run is written in one process: a fork would cost more than it saves.
+
+A class (``lockstep``) is written another way: its documents are written on threads of
+the run's process while a forked child solves the versions ahead of them, in order, and
+sends each as soon as it is solved (``stream_from_child``), so that neither process
+holds the whole class.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import os
+import pickle
+import signal
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+from typing import Callable, Iterable
+
+from sympy import Add, Mul, Pow, Rational, exp
+
+from generator.maths.exact import exp_as_written
+
+FORK_FROM = 60  # problems in the run
+SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
+CHILD_SHARE = 0.48  # of the problems, solved by the child: the run also draws them and unpickles
+
+
+class WorkerDied(Exception):
+    """A forked process ended without handing back its work (killed, out of memory): the
+    run stops before anything is written; the message is one line."""
+
+
+def _died(status: int | None) -> WorkerDied:
+    return WorkerDied(f"a worker process of the run died ({_how_it_ended(status)}); "
+                      f"the output folder is as it was")
+
+
+def _how_it_ended(status: int | None) -> str:
+    if status is not None and os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    if status is not None and os.WIFEXITED(status):
+        return f"exit status {os.WEXITSTATUS(status)}"
+    return "it ended unexpectedly"
+
+
+@dataclass
+class Forked:
+    pid: int
+    pipe: int
+
+    def result(self) -> dict[str, Path]:
+        """The child's files, once it has ended; what stopped it is raised here."""
+        chunks = []
+        while chunk := os.read(self.pipe, 1 << 16):
+            chunks.append(chunk)
+        status = self._reaped()
+        try:
+            outcome = pickle.loads(b"".join(chunks))
+        except Exception:  # cut short (it died while writing) or nothing at all
+            raise _died(status) from None
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def stop(self) -> int | None:
+        """The run stops: the child is ended at once and its files are not wanted.  How it
+        ended is returned (one that had died already keeps its own status)."""
+        if self.pipe < 0:  # waited for already: its pid may be another process's by now
+            return None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        return self._reaped()
+
+    def _reaped(self) -> int | None:
+        """The pipe closed and the child waited for, once (a descriptor closed twice may be
+        another file's by then); how the child ended."""
+        os.close(self.pipe)
+        self.pipe = -1
+        try:
+            return os.waitpid(self.pid, 0)[1]
+        except ChildProcessError:
+            return None
+
+
+def compute_in_child(work: Callable[[], object]) -> Forked | None:
+    """Start a child computing ``work()``, whose result ``Forked.result()`` returns; None where
+    fork is not available or the machine has one core (the child would only take turns)."""
+    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
+        return None
+    return _forked(lambda pipe: _report(work, pipe))
+
+
+class Streamed(Forked):
+    """A child sending its results one at a time, each as soon as it is made (``next``)."""
+
+    def next(self):
+        """The child's next result; what stopped it is raised here."""
+        size = int.from_bytes(self._read(8) or self._ended(), "big")
+        ok, outcome = pickle.loads(self._read(size) or self._ended())
+        if not ok:
+            raise outcome
+        return outcome
+
+    def finish(self) -> None:
+        """After the last result: the child ends."""
+        self._reaped()
+
+    def _read(self, size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = os.read(self.pipe, min(size, 1 << 20))
+            if not chunk:
+                return b""
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _ended(self):
+        raise _died(self.stop())
+
+
+def stream_from_child(results: Callable[[], Iterable]) -> Streamed | None:
+    """Start a child making ``results()`` and sending each as it comes (``Streamed.next``),
+    ahead of the run by as much as a pipe holds; None where fork is not available or the
+    machine has one core."""
+    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
+        return None
+    forked = _forked(lambda pipe: _send_each(results, pipe))
+    return Streamed(forked.pid, forked.pipe)
+
+
+def _send_each(results: Callable[[], Iterable], pipe: int) -> int:
+    try:
+        for result in results():
+            _send(_compact((True, result)), pipe)
+    except BaseException as error:  # handed to the parent, which raises it as its own
+        try:
+            _send(_compact((False, error)), pipe)
+        except Exception:
+            _send(pickle.dumps((False, RuntimeError(f"{type(error).__name__}: {error}"))), pipe)
+        return 1
+    return 0
+
+
+def _send(payload: bytes, pipe: int) -> None:
+    _write_all(pipe, len(payload).to_bytes(8, "big") + payload)
+
+
+def _widened(pipe: int) -> None:
+    """A pipe of a megabyte, where Linux allows it (a few dozen of a class's versions): a
+    child solving ahead gets that far ahead of the run instead of waiting on every version,
+    and one with a single result writes more of it before the run reads."""
+    with contextlib.suppress(ImportError, AttributeError, OSError):
+        import fcntl
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, 1 << 20)
+
+
+def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
+    """Start a child writing ``driver``'s files into ``workspace``; None where fork is not
+    available, or for a small run."""
+    problems = sum(len(questions) for questions in rendering.sets.values())
+    if problems < FORK_FROM or not hasattr(os, "fork"):
+        return None
+    return _forked(lambda pipe: _report(lambda: {
+        name: content if isinstance(content, Path) else _written(workspace, name, content)
+        for name, content in dict(driver.write(rendering)).items()}, pipe))
+
+
+def _forked(child: Callable[[int], int]) -> Forked:
+    read, write = os.pipe()
+    _widened(write)
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return Forked(pid, read)
+    try:  # the child, from here on: whatever happens, it ends here and never returns
+        os.close(read)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it, not this
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os._exit(child(write))
+    except BaseException:
+        os._exit(1)
+
+
+def _report(work: Callable[[], object], pipe: int) -> int:
+    """Run ``work`` and send the parent its result, or the exception that stopped it."""
+    try:
+        outcome, code = work(), 0
+    except BaseException as error:  # handed to the parent, which raises it as its own
+        outcome, code = error, 1
+    try:
+        payload = _compact(outcome)
+    except Exception:
+        payload = pickle.dumps(RuntimeError(f"{type(outcome).__name__}: {outcome}"))
+    _write_all(pipe, payload)
+    return code
+
+
+def _write_all(pipe: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(pipe, view):]
+
+
+class _Reducers(dict):
+    """The pickler's dispatch table: how each kind of object is pickled, worked out the first
+    time the kind is met.  A sympy expression goes as its class and arguments, to be put back
+    together as it was: sympy's own pickling rebuilds it through its constructors, which
+    simplify anew.  The engine's many small records go by their constructor, not field by
+    field.  Anything else (KeyError) is pickled as sympy or pickle does it."""
+
+    def __missing__(self, kind: type):
+        reducer = _reducer_for(kind)
+        if reducer is None:
+            raise KeyError(kind)
+        self[kind] = reducer
+        return reducer
+
+
+def _reducer_for(kind: type):
+    # Only sympy's public API: an expression's ``args``, and constructors told not to
+    # evaluate (``evaluate=False``); a Rational's gcd of terms already lowest is cheap.
+    if kind in (Add, Mul, Pow):  # its arguments as they were, in their order
+        return lambda obj: (_unevaluated, (kind, obj.args))
+    if kind is Rational:
+        return lambda obj: (Rational, (obj.p, obj.q))
+    if kind is exp:
+        return lambda obj: (exp_as_written, obj.args)
+    if _slotted_record(kind):
+        fields = attrgetter(*kind.__slots__)
+        if len(kind.__slots__) == 1:
+            return lambda obj: (kind, (fields(obj),))
+        return lambda obj: (kind, fields(obj))
+    return None
+
+
+def _slotted_record(kind: type) -> bool:
+    """A dataclass with __slots__ whose constructor takes its fields in order and does
+    nothing else (the engine's records)."""
+    if (not dataclasses.is_dataclass(kind) or "__slots__" not in kind.__dict__
+            or hasattr(kind, "__post_init__")):
+        return False
+    fields = dataclasses.fields(kind)
+    return kind.__slots__ == tuple(field.name for field in fields) and all(f.init for f in fields)
+
+
+def _unevaluated(kind, args):
+    return kind(*args, evaluate=False)
+
+
+REDUCERS = _Reducers()
+
+
+def _compact(outcome) -> bytes:
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = REDUCERS
+    pickler.dump(outcome)
+    return buffer.getvalue()
+
+
+def _written(workspace: Path, name: str, content: str | bytes) -> Path:
+    path = workspace / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    else:
+        path.write_bytes(content)
+    return path
