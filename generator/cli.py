@@ -3,8 +3,9 @@
 The run itself is the library's (``api.generate``): specs -> solve + cross-check -> render
 -> write, the whole set replacing the earlier one at once.  This module turns the flags into
 ``Options`` (each flag declared once, in ``options.OPTIONS``), prints what the run made and
-its notes, and turns every failure into one line: exit 2 for bad input, 1 when the outputs
-cannot be made or written, 130 for Ctrl-C or SIGTERM; the earlier set is left as it was.
+its notes, and turns every failure into one line: exit 2 for bad input (and for an installed
+plugin that fails to load, ``plugins``), 1 when the outputs cannot be made or written, 130 for
+Ctrl-C or SIGTERM; the earlier set is left as it was.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from generator.running.forked import WorkerDied
 from generator.running.inputs import InputError
 from generator.running.options import OPTIONS, SECTIONS, Option, Options, UsageError
 from generator.running.output import COMMITTING, OutputError, OutputRefused, describe
+from generator.running.plugins import PluginError, load_plugins
 from generator.pdf.build import SplitError, TexMissing
 from generator.maths.spec import SpecError
 from generator.rendering.teacher_text import one_line
@@ -73,6 +75,9 @@ def _flag_type(option: Option):
 
 
 def parse_options(argv: list[str] | None = None) -> Options:
+    """The options the flags give; the installed plugins are loaded first, so that the flags
+    (--types, --format, and --help) know their types and formats."""
+    load_plugins()
     return Options(**vars(build_parser().parse_args(argv)))
 
 
@@ -85,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                                                if LANDED.is_set() else
                                                "the output folder is as it was"), file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (UsageError, SpecError, InputError, TexMissing, OutputRefused) as error:
+    except (UsageError, SpecError, InputError, TexMissing, OutputRefused, PluginError) as error:
         print(f"gen-problems: error: {one_line(error)}", file=sys.stderr)
         return 2
     except jinja2.TemplateError as error:  # a teacher's --templates with a mistake in it

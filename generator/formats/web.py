@@ -24,11 +24,13 @@ from generator.maths import ops
 from generator.maths import steps
 from generator.rendering.hints import hint_of, pick_hint
 from generator.rendering.prose import mathml, plain_maths, spoken
-from generator.rendering.render import BUILTIN_TEMPLATES, add_prose, markdown_environment, send_in_batches
+from generator.rendering.render import add_prose, markdown_environment, send_in_batches
+from generator.rendering.template_files import template_source
+from generator.running.inputs import InputError
 from generator.maths.marking import Tolerances, slips
 from generator.rendering.teacher_text import cloze_literal
 
-PRACTICE_SCRIPT = BUILTIN_TEMPLATES / "html" / "practice.js"
+PRACTICE_SCRIPT = "html/practice.js"  # found along the template folders, as a template is
 # The line of practice.js's OPS table that each registered op's script face takes the place of.
 OPS_LINE = "    /* the registered ops' own functions (each op's script face: web.practice_script) */\n"
 
@@ -59,7 +61,7 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
     into ``workspace`` as they are rendered, when there is one)."""
     environment = web_environment(info.decimals, user_templates, "html")
     template = environment.get_template("html/practice.html.j2")
-    script = Markup(practice_script())
+    script = Markup(practice_script(user_templates))
     pages = {}
     for paper in keys:
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
@@ -68,20 +70,24 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
     return pages
 
 
-def practice_script() -> str:
+def practice_script(user_templates: Path | None = None) -> str:
     """The page's script: practice.js, its OPS table holding each registered op's own
     function (its script face), in the registry's order; an op the page never computes (a
-    given) has none."""
-    script = PRACTICE_SCRIPT.read_text(encoding="utf-8")
+    given) has none.  practice.js and each op's script file are found along the template
+    folders (``template_files``): a teacher's --templates folder may replace either."""
+    script, found_at = template_source(PRACTICE_SCRIPT, user_templates)
     if OPS_LINE not in script:
-        raise ValueError(f"{PRACTICE_SCRIPT}: the line its OPS table's ops go in is missing")
-    return script.replace(OPS_LINE, "".join(_ops_entry(op) for op in ops.registered().values()
-                                            if op.script))
+        raise InputError(f"{found_at}: the line its OPS table's ops go in is missing "
+                         f"({OPS_LINE.strip()})")
+    return script.replace(OPS_LINE, "".join(_ops_entry(op, user_templates)
+                                            for op in ops.registered().values() if op.script))
 
 
-def _ops_entry(op) -> str:
+def _ops_entry(op, user_templates: Path | None) -> str:
     """An op's entry in the OPS table: its name, and its function indented as the table is."""
-    function = op.script.rstrip("\n").replace("\n", "\n    ")
+    source = (template_source(op.script, user_templates)[0] if isinstance(op.script, ops.ScriptFile)
+              else op.script)
+    function = source.rstrip("\n").replace("\n", "\n    ")
     return f"    {_js_key(op.name)}: {function},\n"
 
 

@@ -1,12 +1,14 @@
 """The question-type registry: each type of question described once, as one unit.
 
 A ``QuestionType`` holds all that makes a type: its builder (spec -> Question), its
-prose (title, statement, prompts and key explanations, see ``prose``), its parameters
+prose (title, statement, prompts and key explanations, see ``prose``: given here, or as
+files of a template folder, kinds/<type>/title.j2, ...), its parameters
 (``Param``: the keys of a spec file it reads, as PrairieLearn's ``data["params"]``: each
 read, checked and written back to problems.json by its own functions, and held in the
 spec's ``params``), the specs it refuses, and how a random problem of its type is drawn.
 Each built-in type is a module of this package and registers itself; a new type is one
-``register`` call (a test defines one in its own file), and needs no edit anywhere else.
+``register`` call (a test defines one in its own file; an installed plugin registers its
+own, see ``running.plugins``), and needs no edit anywhere else.
 
 This module imports nothing of the project's, so that the spec reader and the
 sampler can consult the registry below the types themselves.
@@ -48,8 +50,10 @@ class Param:
 class QuestionType:
     name: str
     build: Callable  # ProblemSpec -> Question
-    title: str  # prose: the heading of a problem without a title of its own
-    statement: tuple[str, ...]  # prose blocks, and GIVEN / SHOWN where matrices go
+    # Its prose (each piece may instead be a file of its template folder, kinds/<name>/...,
+    # see ``prose.TypeProse``; a teacher's --templates may reword any piece so):
+    title: str = ""  # the heading of a problem without a title of its own
+    statement: tuple[str, ...] = ()  # prose blocks, and GIVEN / SHOWN where matrices go
     prompts: Mapping[str, str] = field(default_factory=dict)  # a part's task -> what it asks
     keys: Mapping[str, str] = field(default_factory=dict)  # a part's task -> said before its answer
     after: Mapping[str, str] = field(default_factory=dict)  # a part's task -> said after its answer

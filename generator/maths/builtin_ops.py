@@ -17,22 +17,16 @@ from generator.rendering import hints
 from generator.maths import marking
 from generator.rendering import paper
 from generator.maths import steps
-from generator.maths.ops import DEFAULT_TEMPLATES, NO_SCRIPT, Op, not_computed, register_op, working_templates
-from generator.rendering.template_files import BUILTIN_TEMPLATES
-
-SCRIPTS = BUILTIN_TEMPLATES / "html" / "ops"
-
-
-def script(name: str) -> str:
-    """A built-in op's JavaScript, from templates/html/ops/<name>.js."""
-    return (SCRIPTS / f"{name}.js").read_text(encoding="utf-8")
+from generator.maths.ops import (DEFAULT_TEMPLATES, NO_SCRIPT, Op, not_computed, register_op, script_file,
+                                 working_templates)
 
 
 def built_in(name: str, exact, numeric, tolerance, hint, seconds, drawn_by_own=True, **faces) -> Op:
     """A built-in op: its script in templates/html/ops/<name>.js, its working drawn by
     steps/<name> (``drawn_by_own``) or else by steps/default."""
     return Op(name, exact, numeric, tolerance, hint, seconds,
-              working_templates(name) if drawn_by_own else DEFAULT_TEMPLATES, script(name), **faces)
+              working_templates(name) if drawn_by_own else DEFAULT_TEMPLATES, script_file(name),
+              **faces)
 
 
 PRODUCT = built_in(
@@ -62,7 +56,7 @@ for _op in (
     replace(PRODUCT, name="blend", exact=engine.blend_op, numeric=crosscheck.numpy_blend,
             hint=hints.OpHint("row 1 adds up the rows of ${{ b }}$, each times its weight in row 1 "
                               "of ${{ a }}$.", hints.blend_first),
-            seconds=paper.blend_seconds, templates=working_templates("blend"), script=script("blend")),
+            seconds=paper.blend_seconds, templates=working_templates("blend"), script=script_file("blend")),
     built_in("add", engine.add_op, crosscheck.numpy_add, marking.add_tolerance,
              hints.OpHint("add the matrices entry by entry."),
              paper.each_entry("product term", "product entry"), drawn_by_own=False,

@@ -11,7 +11,8 @@ printers ask an object for its own ``printmethod``):
   the common slips the page names;
 - ``hint``: how to start the op by hand, and its first entry's working (``hints.OpHint``);
 - ``seconds``: how long its entries take by hand, with and without a calculator;
-- ``templates``: the template that draws its working, in each format steps are drawn in;
+- ``templates``: the template that draws its working, in each format steps are drawn in
+  (found along the template folders, as every template is: a plugin ships its op's own);
 - ``shape``: its result's shape from its inputs', refusing inputs that do not fit.
 
 The three arithmetics stay three independent implementations (the engine is checked
@@ -53,6 +54,19 @@ def keeps_shape(step, shapes: list[tuple[int, int]]) -> tuple[int, int]:
 NO_SCRIPT = ""  # the script face of an op the page never computes (a given is read, not worked)
 
 
+class ScriptFile(str):
+    """A script face given as the file that holds it, html/ops/<op>.js: read, when the page
+    is made, along the template folders (a teacher's --templates first, then the plugins',
+    then the built-in one), so a teacher may rewrite an op's page function as any template.
+    A plain string is the function itself (as pylatex's NoEscape marks a string trusted,
+    this marks one as a file's name)."""
+
+
+def script_file(name: str) -> ScriptFile:
+    """An op's page function by the convention the built-in ones follow: html/ops/<name>.js."""
+    return ScriptFile(f"html/ops/{name}.js")
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
@@ -62,7 +76,9 @@ class Op:
     hint: Any  # hints.OpHint
     seconds: Callable  # (step, cost) -> seconds by hand; cost(item) is one item's (paper.SECONDS)
     templates: Mapping[str, str]  # a format of STEP_FORMATS -> the template drawing its working
-    script: str  # JavaScript: the function (step, ...inputs) => matrix the page computes it with
+    # JavaScript: the function (step, ...inputs) => matrix the page computes it with, or the
+    # ScriptFile holding it
+    script: str
     shape: Callable = keeps_shape  # (step_def, input shapes) -> its shape; ValueError if unfit
     slips: Callable = no_slips  # (step_def, sym, spec, before, whole) -> [(change, what it says)]
 

@@ -420,7 +420,11 @@ def _equations(line) -> list[_Equation]:
                         _sum_of_products, line.dot)
         return [dot] + [_Equation((a, g, line.dot), lambda a, g, s: a * (g - s), r)
                         for a, g, r in zip(line.weights, line.upstream, line.result) if a.value != 0]
-    return []
+    # A line of an op from outside (a plugin's) says its own: (operands, how a calculator
+    # combines them as Decimals, result) for each equation it prints.
+    says = getattr(line, "calculator_lines", None)
+    return [_Equation(tuple(operands), combine, result)
+            for operands, combine, result in says()] if says else []
 
 
 def printed_sum(nums, places: int) -> str:

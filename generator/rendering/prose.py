@@ -264,3 +264,65 @@ class SourceLoader(jinja2.BaseLoader):
         if template not in self._sources:
             raise jinja2.TemplateNotFound(template)
         return self._sources[template], None, lambda: True
+
+
+# A question type's prose may live in files, kinds/<type>/<piece>.j2 in a template folder:
+# title, statement (its blocks apart by a blank line; a line "@given" or "@shown" where the
+# matrices go), choice, and prompts/<task>, keys/<task>, after/<task> for a part's task.
+PROSE_FILE = re.compile(r"kinds/(?P<kind>[^/]+)/(title|statement|choice|(prompts|keys|after)/[^/]+)\.j2")
+BLOCKS = re.compile(r"\n\s*\n")
+
+
+def prose_file_of(name: str) -> str | None:
+    """The type a template folder's file gives prose to (kinds/row/title.j2: row), or None."""
+    match = PROSE_FILE.fullmatch(name)
+    return match["kind"] if match else None
+
+
+def one_piece(source: str) -> str:
+    """A prose file's text as one piece of prose: its lines run together, as a paragraph's."""
+    return " ".join(source.split())
+
+
+class TypeProse:
+    """A question type's prose as the templates read it (``kind.title``, ``kind.statement``,
+    ``kind.prompts[task]``, ...): each piece from its file (``PROSE_FILE``), as ``read``
+    finds it along the template folders (the teacher's first), else the type's own string,
+    so that a type may keep its words in files and a teacher may reword any type's."""
+
+    def __init__(self, kind, read) -> None:
+        folder = f"kinds/{kind.name}/"
+        title, statement, choice = (read(f"{folder}{piece}.j2")
+                                    for piece in ("title", "statement", "choice"))
+        self.title = kind.title if title is None else one_piece(title)
+        self.statement = kind.statement if statement is None else tuple(
+            one_piece(block) for block in BLOCKS.split(statement.strip()))
+        self.choice = kind.choice if choice is None else one_piece(choice)
+        self.prompts, self.keys, self.after = (
+            ByTask(read, f"{folder}{pieces}/", getattr(kind, pieces))
+            for pieces in ("prompts", "keys", "after"))
+
+
+class ByTask:
+    """A type's prose for each part's task (its prompts, say): the file <folder><task>.j2,
+    else the type's own; read as a mapping by the templates (``task in kind.keys``)."""
+
+    def __init__(self, read, folder: str, own) -> None:
+        self._read, self._folder, self._own = read, folder, own
+        self._found: dict[str, str | None] = {}
+
+    def get(self, task: str, default=None):
+        if task not in self._found:
+            source = self._read(f"{self._folder}{task}.j2")
+            self._found[task] = one_piece(source) if source is not None else self._own.get(task)
+        found = self._found[task]
+        return default if found is None else found
+
+    def __contains__(self, task: str) -> bool:
+        return self.get(task) is not None
+
+    def __getitem__(self, task: str) -> str:
+        found = self.get(task)
+        if found is None:
+            raise KeyError(task)
+        return found

@@ -35,11 +35,12 @@ from generator.maths import steps
 from generator.maths.engine import Num
 from generator.kinds import TYPES
 from generator.running.lockstep import Versions, in_step
-from generator.rendering.prose import PRINTERS, ProseRenderer, SourceLoader, plain_maths
+from generator.rendering.prose import (PRINTERS, ProseRenderer, SourceLoader, TypeProse, plain_maths,
+                                       prose_file_of)
 from generator.rendering.paper import DocumentInfo, Paper, writing_lines
 from generator.rendering.teacher_text import markdown_code_span, markdown_literal
 from generator.running.private import private_cache
-from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader
+from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader, template_folders
 from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
 
 
@@ -175,9 +176,10 @@ LOOKED_UP_BY_NAME = ("steps", "notes")
 
 def ignored_overrides(folder: Path) -> list[str]:
     """Files of a teacher's template folder that no run would read: not in a place of a
-    built-in template, not in a folder looked up by name, not included by another of theirs."""
-    builtin = {p.relative_to(BUILTIN_TEMPLATES).as_posix()
-               for p in BUILTIN_TEMPLATES.rglob("*") if p.is_file()}
+    built-in or a plugin's template, not in a folder looked up by name, not a registered
+    type's prose file, not included by another of theirs."""
+    known = {p.relative_to(base).as_posix() for base in template_folders()
+             for p in base.rglob("*") if p.is_file()}
     mine = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*")) if p.is_file()}
     texts = "\n".join(p.read_text(encoding="utf-8", errors="replace")[:100_000]
                       for p in list(mine.values())[:500])
@@ -185,10 +187,10 @@ def ignored_overrides(folder: Path) -> list[str]:
     for name in mine:
         parts = name.split("/")
         looked_up = len(parts) == 3 and parts[1] in LOOKED_UP_BY_NAME and name.endswith(".j2")
-        if name in builtin or looked_up or name in texts:
+        if name in known or looked_up or prose_file_of(name) in TYPES or name in texts:
             continue
-        near = difflib.get_close_matches(name, builtin, n=1, cutoff=0.5) or [
-            b for b in sorted(builtin) if b.endswith("/" + parts[-1])][:1]
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.5) or [
+            b for b in sorted(known) if b.endswith("/" + parts[-1])][:1]
         notes.append(f"{folder / name} is not where a template is read, so it is ignored"
                      + (f" (did you mean {folder / near[0]}?)" if near else ""))
     return notes
@@ -286,17 +288,33 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> N
         known = {key: context.get(key) for key in PROSE_VALUES}
         return renderer(name)(source, {**known, **values})
 
+    kinds: dict[str, TypeProse] = {}
+
+    def kind_of(question) -> TypeProse:
+        """The question's type's prose, each piece from its file where a template folder
+        holds one (the teacher's first), else the type's own."""
+        if question.kind not in kinds:
+            kinds[question.kind] = TypeProse(TYPES[question.kind], partial(_prose_file, environment))
+        return kinds[question.kind]
+
     def prompt_of(question, part) -> str:
         step = steps.REGISTRY.get(part.task)
-        return (TYPES[question.kind].prompts.get(part.task)
+        return (kind_of(question).prompts.get(part.task)
                 or (step.prompt if step and step.prompt else DEFAULT_PROMPT))
 
     def formula_of(step) -> str:
         known = steps.REGISTRY.get(step.name)
         return known.formula if known and known.formula else "{{ step.formula }}"
 
-    environment.globals.update(say=say, kind_of=lambda question: TYPES[question.kind],
-                               prompt_of=prompt_of, formula_of=formula_of)
+    environment.globals.update(say=say, kind_of=kind_of, prompt_of=prompt_of, formula_of=formula_of)
+
+
+def _prose_file(environment: jinja2.Environment, name: str) -> str | None:
+    """A prose file's source, from the environment's template folders; None if none has it."""
+    try:
+        return environment.loader.get_source(environment, name)[0]
+    except jinja2.TemplateNotFound:
+        return None
 
 
 def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
@@ -417,9 +435,8 @@ class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
 
 
 def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
-    folders = [user_templates] if user_templates else []
     environment = Sandbox(
-        loader=CheckedLoader([*folders, BUILTIN_TEMPLATES]),  # a bad file is one line
+        loader=CheckedLoader(template_folders(user_templates)),  # a bad file is one line
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(options),
         auto_reload=False,  # a template is read once a run: no stat of its file at every include

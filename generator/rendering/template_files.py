@@ -1,4 +1,11 @@
-"""Template files read safely: a teacher's ``--templates`` folder, then the built-in one.
+"""Template files read safely: a teacher's ``--templates`` folder, then the plugins', then
+the built-in one.
+
+Every template, the page's script (html/practice.js, html/ops/<op>.js) and a question type's
+prose files (kinds/<type>/...) are found along one search path (``template_folders``): the
+teacher's folder first, then each folder a plugin added (``add_template_folder``, in the order
+added), then the built-in folder.  So a teacher overrides any file by its relative path, a
+plugin ships the files of its own ops and types, and neither edits the built-in folder.
 
 A teacher's folder is looked over before anything is solved (``teacher_templates``):
 a link that loops or leads out of the folder, a FIFO or a device in it, or a file far
@@ -24,6 +31,34 @@ WHAT = "a template"
 BUILTIN_TEMPLATES = next(folder for folder in (Path(__file__).resolve().parents[2] / "templates",
                                                Path(__file__).resolve().parents[1] / "templates")
                          if folder.is_dir())
+
+
+# Folders plugins add (``add_template_folder``), searched after the teacher's and before the
+# built-in one, in the order added.
+PLUGIN_TEMPLATES: list[Path] = []
+
+
+def add_template_folder(folder: Path | str) -> None:
+    """Search ``folder`` for templates (a plugin's own: its ops' working templates and page
+    functions, its types' prose) after the teacher's folder and before the built-in one."""
+    folder = Path(folder).resolve()
+    if not folder.is_dir():
+        raise ValueError(f"template folder {folder} is not a folder")
+    if folder not in PLUGIN_TEMPLATES:
+        PLUGIN_TEMPLATES.append(folder)
+
+
+def template_folders(teacher: Path | None = None) -> list[Path]:
+    """Where templates are looked for, in order: the teacher's, the plugins', the built-in."""
+    return [*([teacher] if teacher else []), *PLUGIN_TEMPLATES, BUILTIN_TEMPLATES]
+
+
+def template_source(name: str, teacher: Path | None = None) -> tuple[str, str]:
+    """A file of the search path that is not rendered as a template (the page's script): its
+    text and where it was found, read as a template is."""
+    loader = CheckedLoader(template_folders(teacher))
+    source, filename, _ = loader.get_source(jinja2.Environment(), name)
+    return source, filename
 
 
 def teacher_templates(folder: Path) -> list[Path]:

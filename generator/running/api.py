@@ -33,6 +33,7 @@ from generator.running.inputs import refuse_loop
 from generator.running.lockstep import in_step, versions_of
 from generator.running.options import DEFAULT_DECIMALS, Options
 from generator.running.output import OutputError, OutputFolder, describe
+from generator.running.plugins import load_plugins
 from generator.rendering.paper import DocumentInfo, answer_keys, header_fields, question_papers
 from generator.pdf.build import PdfBuild, TexError, WarmTex
 from generator.running.pipeline import draw_command, in_step_run, problem_sets, softmax_steps, solve_sets
@@ -76,6 +77,7 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
     set stays if anything fails.  ``before_commit`` is called just before the new set is put
     in place and ``after_commit`` once it is (the command line stops there on a Ctrl-C that
     Python could not raise; see ``cli``)."""
+    load_plugins()  # the installed packages' types, ops and formats (``plugins``)
     refuse_loop(options.out, "--out")
     with OutputFolder(options.out) as folder:  # first restores a set a killed run left half-written
         options.checked()
