@@ -1,6 +1,8 @@
 """Extending the generator from outside generator/ and templates/: a question type and a
 pipeline step, each defined in this file and registered through the public registries
-(an output format is registered the same way in test_cli.py), and every format follows."""
+(an output format is registered the same way in test_cli.py, a new op in test_ops.py), and
+every format follows.  An installed package registers its own the same way, through entry
+points: test_plugins.py, and the example package in test_plugin_package.py."""
 
 import json
 import math
