@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import folder_files
-from generator.running import forked
+from generator.running import forked, scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,9 +24,9 @@ def outputs(folder: Path) -> dict[str, bytes]:
 
 
 def test_the_same_files_with_the_fork_as_without(run_cli, tmp_path, monkeypatch):
-    args = ("--count", forked.FORK_FROM, "--seed", 3, "--format", "html", "--format", "moodle")
+    args = ("--count", scheduler.FORK_FROM, "--seed", 3, "--format", "html", "--format", "moodle")
     assert run_cli(*args, "--out", tmp_path / "forked")[0] == 0
-    monkeypatch.setattr(forked, "FORK_FROM", 10**9)
+    monkeypatch.setattr(scheduler, "FORK_FROM", 10**9)
     assert run_cli(*args, "--out", tmp_path / "plain")[0] == 0
     assert outputs(tmp_path / "forked") == outputs(tmp_path / "plain")
     assert "practice.html" in outputs(tmp_path / "forked")
@@ -37,7 +37,7 @@ def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path):
     mine = tmp_path / "mine" / "markdown"
     mine.mkdir(parents=True)
     (mine / "answers.md.j2").write_text("{{ papers | no_such_filter }}\n")
-    code, _, err = run_cli("--count", forked.FORK_FROM, "--seed", 3, "--out", tmp_path / "o",
+    code, _, err = run_cli("--count", scheduler.FORK_FROM, "--seed", 3, "--out", tmp_path / "o",
                            "--templates", tmp_path / "mine")
     assert code == 2 and err.count("\n") == 1 and "no_such_filter" in err, err
     assert not (tmp_path / "o").exists()
@@ -93,10 +93,10 @@ def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_p
     started = []
     compute = forked.compute_in_child
     monkeypatch.setattr(forked, "compute_in_child", lambda work: started.append(compute(work)) or started[-1])
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10)
     assert run_cli(*args, "--out", tmp_path / "apart")[0] == 0
     assert started and started[0] is not None  # a child did solve part of the set
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10**9)
+    monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10**9)
     assert run_cli(*args, "--out", tmp_path / "alone")[0] == 0
     assert outputs(tmp_path / "apart") == outputs(tmp_path / "alone")
 
@@ -113,13 +113,13 @@ def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path,
             file.write(f"{n} {os.getpid()}\n")
         return first(self, n)
     monkeypatch.setattr(pipeline.Drawn, "first", logged)
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10)
     args = ("--count", 5, "--versions", 4, "--seed", 8, "--format", "json")
     assert run_cli(*args, "--out", tmp_path / "apart")[0] == 0
     drawn = [line.split() for line in log.read_text().splitlines()]
     assert [n for n, _ in drawn] == ["5", "4"]  # 48% of 20: version 1's five, four of version 2's
     assert {pid for _, pid in drawn} != {str(os.getpid())}  # drawn in the child
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10**9)
+    monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10**9)
     assert run_cli(*args, "--out", tmp_path / "alone")[0] == 0
     assert outputs(tmp_path / "apart") == outputs(tmp_path / "alone")
 
@@ -135,7 +135,7 @@ def test_a_failure_in_the_solving_child_is_the_runs_own(run_cli, tmp_path, monke
             raise SpecError(f"problem {spec.id} cannot be solved (a test)")
         return solve(spec)
 
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10)
     monkeypatch.setattr(pipeline, "solve_checked", failing)
     code, _, err = run_cli("--count", 12, "--seed", 6, "--out", tmp_path / "o")
     assert code == 2 and err.count("\n") == 1 and "cannot be solved (a test)" in err, err

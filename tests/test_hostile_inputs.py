@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import folder_files
-from generator.running import forked
+from generator.running import scheduler
 from generator import formats
 from generator.running import lockstep
 from generator.running import pipeline
@@ -217,7 +217,7 @@ def assert_worker_died(code, printed, err):
 @TWO_CORES
 def test_a_killed_child_solving_part_of_the_set(run_cli, previous_output, monkeypatch):
     out, before = previous_output
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 10)
+    monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10)
     monkeypatch.setattr(pipeline, "solve_checked", killed_in_child(pipeline.solve_checked))
     assert_worker_died(*run_cli("--count", 12, "--seed", 6, "--out", out))
     assert folder_files(out) == before
@@ -225,8 +225,8 @@ def test_a_killed_child_solving_part_of_the_set(run_cli, previous_output, monkey
 
 def test_a_killed_child_writing_a_format(run_cli, previous_output, monkeypatch):
     out, before = previous_output
-    monkeypatch.setattr(forked, "FORK_FROM", 1)
-    monkeypatch.setattr(formats, "render_markdown", killed_in_child(formats.render_markdown))
+    monkeypatch.setattr(scheduler, "FORK_FROM", 1)
+    monkeypatch.setattr(formats, "paper_documents", killed_in_child(formats.paper_documents))
     assert_worker_died(*run_cli("--count", 2, "--seed", 6, "--out", out))
     assert folder_files(out) == before
 

@@ -3,7 +3,6 @@ every option is declared once (``options.OPTIONS``) and the parser, the clashes 
 redraw command follow from it, and the docs' example runs as shown."""
 
 import dataclasses
-import os
 import re
 from pathlib import Path
 
@@ -12,10 +11,7 @@ from conftest import folder_files
 from generator import Options
 from generator import Result
 from generator import UsageError
-from generator.running import forked
 from generator import generate
-from generator.running import lockstep
-from generator.running import pipeline
 from generator.cli import build_parser, parse_options
 from generator.running.options import OPTIONS
 from generator.rendering.paper import HEADER_FIELDS
@@ -123,45 +119,6 @@ REDRAWN = [
 @pytest.mark.parametrize("argv, command", REDRAWN)
 def test_the_redraw_command_is_written_from_the_table_as_before(argv, command):
     assert draw_command(parse_options(argv).for_run(), 7) == command
-
-
-@pytest.fixture
-def every_threshold_low(monkeypatch):
-    """Forked and in-step work for the smallest set; each fork and each class read in step
-    is counted."""
-    forks, in_step = [], []
-    fork, sets = os.fork, lockstep.Versions.sets
-    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or fork())
-    monkeypatch.setattr(lockstep.Versions, "sets", lambda self: in_step.append(1) or sets(self))
-    monkeypatch.setattr(forked, "FORK_FROM", 1)
-    monkeypatch.setattr(forked, "SOLVE_APART_FROM", 1)
-    monkeypatch.setattr(pipeline, "IN_STEP_FROM", 1)
-    return forks, in_step
-
-
-@pytest.mark.parametrize("flags", [
-    # a child solving part of the set, children writing the formats
-    ("--count", 3, "--seed", 5, "--practice", "--format", "md,html,moodle"),
-    # a class written in step, a child solving ahead
-    ("--count", 2, "--seed", 5, "--versions", 3, "--practice", "--format", "json,html"),
-])
-def test_jobs_1_forks_nothing_and_writes_the_same_files(flags, every_threshold_low, run_cli,
-                                                        tmp_path):
-    forks, in_step = every_threshold_low
-    assert run_cli(*flags, "--out", tmp_path / "default")[0] == 0
-    assert forks and (in_step or "--versions" not in flags)
-    forks.clear()
-    in_step.clear()
-    assert run_cli(*flags, "--jobs", 1, "--out", tmp_path / "alone")[0] == 0
-    assert not forks and not in_step
-    assert outputs(tmp_path / "default") == outputs(tmp_path / "alone")
-
-
-def test_no_module_but_the_command_line_reads_argparse():
-    readers = [path.relative_to(ROOT).as_posix() for path in (ROOT / "generator").rglob("*.py")
-               if re.search(r"^\s*(import|from)\s+argparse\b", path.read_text(encoding="utf-8"),
-                            re.MULTILINE)]
-    assert readers == ["generator/cli.py"]
 
 
 DOC = (ROOT / "docs" / "library.md").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import folder_files
 from generator.running import lockstep
-from generator.running import pipeline
+from generator.running import pipeline, scheduler
 from generator.maths.crosscheck import CrossCheckError
 
 CLASS = 24  # students: more versions than solving first is kept for
@@ -49,7 +49,7 @@ def test_a_class_in_step_writes_the_files_solving_first_writes(tmp_path, run_cli
                                                                 monkeypatch, options):
     args = ("--count", 3, "--students", roster, "--seed", 5, *options)
     assert run_cli(*args, "--out", tmp_path / "in-step")[0] == 0
-    monkeypatch.setattr(pipeline, "IN_STEP_FROM", 10**6)
+    monkeypatch.setattr(scheduler, "IN_STEP_FROM", 10**6)
     assert run_cli(*args, "--out", tmp_path / "first")[0] == 0
     in_step, first = folder_files(tmp_path / "in-step"), folder_files(tmp_path / "first")
     assert in_step.keys() == first.keys() and len(in_step) > 5

@@ -276,13 +276,15 @@ def test_a_large_set_is_written_as_it_is_rendered_with_the_same_bytes(tmp_path):
     there as they are rendered (a thousand hard problems' quiz XML is 160 MB), and hold exactly
     what the in-memory rendering holds, versions and every question type included."""
     from generator.formats.web import render_moodle, render_practice
+    from generator.running.work_folder import WorkFolder
 
     versions = {1: drawn("hard", 4, count=16, seed=3), 2: drawn("medium", 4, count=16, seed=4)}
     keys, info = answer_keys(versions), DocumentInfo(decimals=4, versioned=True)
-    assert render_qti(keys, info, workspace=tmp_path).read_bytes() == render_qti(keys, info)
-    assert render_moodle(keys, info, workspace=tmp_path).read_text(encoding="utf-8") == \
+    folder = WorkFolder(tmp_path)
+    assert render_qti(keys, info, sink=folder).read_bytes() == render_qti(keys, info)
+    assert render_moodle(keys, info, sink=folder).read_text(encoding="utf-8") == \
         render_moodle(keys, info)
-    written = render_practice(keys, info, workspace=tmp_path)
+    written = render_practice(keys, info, sink=folder)
     assert {name: path.read_text(encoding="utf-8") for name, path in written.items()} == \
         render_practice(keys, info)
 

@@ -272,7 +272,7 @@ def test_a_record_naming_no_cached_format_starts_nothing(tmp_path, monkeypatch, 
 
 def test_a_run_that_fails_while_tex_waits_leaves_no_tex_and_the_old_files(run_cli, tmp_path, roster,
                                                                            monkeypatch):
-    from generator.running import api
+    from generator.running import scheduler
     from generator.maths.spec import SpecError
     from generator.pdf.texrun import RUNNING
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -283,7 +283,7 @@ def test_a_run_that_fails_while_tex_waits_leaves_no_tex_and_the_old_files(run_cl
         waiting.append(len(RUNNING))
         raise SpecError("a spec that cannot be solved")
 
-    monkeypatch.setattr(api, "solve_sets", failing)
+    monkeypatch.setattr(scheduler.Scheduler, "solve", failing)
     code, _, err = run_cli("--count", "2", "--seed", "12", "--pdf", "--students", roster,
                            "--out", tmp_path / "out")
     assert code == 2 and "cannot be solved" in err

@@ -3,37 +3,38 @@
 A driver says what a format writes and how: its name (what ``--format`` takes),
 whether every run writes it, the files and folders it owns in the output folder,
 the file it prints when asked to print to the terminal, and a function from the
-rendered run (``Rendering``) to its files.  The CLI's choices, the files the tool
-owns and the render loop all come from ``FORMATS``; ``register`` adds one (a test
-registers a toy format the same way).  The PDFs are compiled by ``pdf`` in the
-background, from the LaTeX driver's sources; their files are listed here too.
+laid-out run (``Rendering``) to its files, each written into the rendering's sink (or,
+for a format written in parts, a function from it to a job a document).  The CLI's
+choices, the files the tool owns and the run's writing all come from ``FORMATS``;
+``register`` adds one (a test registers a toy format the same way).  The PDFs are
+compiled from the LaTeX driver's sources (``pdf``); their files are listed here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from generator.formats.export import problems_json
-from generator.running.lockstep import Versions
 from generator.rendering.paper import Paper
 from generator.rendering.paper import DocumentInfo
-from generator.rendering.render import render_latex, render_markdown
+from generator.rendering.render import paper_documents
+from generator.rendering.sinks import IN_MEMORY, Content, Job, Sink
 
 
 @dataclass(frozen=True)
 class Rendering:
-    """What every format is made from: the solved sets, laid out as papers and keys."""
+    """What every format is made from: the solved sets, laid out as papers and keys, and the
+    sink each document is written into."""
 
     sets: dict
     questions: list[Paper]
     keys: list[Paper]
     info: DocumentInfo
     templates: Path | None = None
-    tex_stream: Callable | None = None  # the PDF build's: LaTeX goes to TeX as it is rendered
-    workspace: Path | None = None  # where large documents are written as they are rendered
-    versions: Versions | None = None  # a class's versions, read by every document in step
+    sink: Sink = IN_MEMORY
 
     @property
     def papers(self) -> list[Paper] | None:
@@ -44,12 +45,18 @@ class Rendering:
 @dataclass(frozen=True)
 class Driver:
     name: str
-    write: Callable[[Rendering], dict[str, str | bytes]]
+    write: Callable[[Rendering], dict[str, Content]] | None = None  # every file, by name
     always: bool = False  # written by every run; else only when --format names it
     files: tuple[str, ...] = ()  # the file names it may write
     folders: tuple[str, ...] = ()  # folders whose files it may write
     prints: str | None = None  # with --format NAME, this file is also printed to the terminal
     help: str = ""
+    # Instead of ``write``: the format's documents, a job each, which may be written at once.
+    documents: Callable[[Rendering], list[Job]] | None = None
+
+    def jobs(self, rendering: Rendering) -> list[Job]:
+        """The format's work: a job a document, or one job for a format written whole."""
+        return self.documents(rendering) if self.documents else [partial(self.write, rendering)]
 
 
 FORMATS: dict[str, Driver] = {}
@@ -76,16 +83,16 @@ def owned_folders() -> set[str]:
 PDF_FILES = ("questions.pdf", "answers.pdf")
 PDF_FOLDERS = ("papers", "keys")
 
-register(Driver("tex", lambda r: render_latex(r.questions, r.keys, r.info, r.templates,
-                                              r.tex_stream, r.workspace, r.versions),
-                always=True, files=("questions.tex", "answers.tex"),
-                help="the LaTeX sources (always written)"))
-register(Driver("md", lambda r: render_markdown(r.questions, r.keys, r.info, r.templates,
-                                                r.workspace, r.versions),
-                always=True, files=("questions.md", "answers.md"), prints="answers.md",
-                help="also print the Markdown answer key here"))
+register(Driver("tex", always=True, files=("questions.tex", "answers.tex"),
+                help="the LaTeX sources (always written)",
+                documents=lambda r: paper_documents("latex", r.questions, r.keys, r.info,
+                                                    r.templates, r.sink)))
+register(Driver("md", always=True, files=("questions.md", "answers.md"), prints="answers.md",
+                help="also print the Markdown answer key here",
+                documents=lambda r: paper_documents("markdown", r.questions, r.keys, r.info,
+                                                    r.templates, r.sink)))
 register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info, r.papers,
-                                                                  r.workspace)},
+                                                                  r.sink)},
                 always=True, files=("problems.json",), prints="problems.json",
                 help="also print problems.json here"))
 
@@ -93,17 +100,17 @@ register(Driver("json", lambda r: {"problems.json": problems_json(r.sets, r.info
 # The platforms' drivers load their modules when asked for: a run without them need not.
 def _practice(r: Rendering) -> dict:
     from generator.formats.web import render_practice
-    return render_practice(r.keys, r.info, r.templates, r.workspace)
+    return render_practice(r.keys, r.info, r.templates, r.sink)
 
 
 def _moodle(r: Rendering) -> dict:
     from generator.formats.web import render_moodle
-    return {"moodle.xml": render_moodle(r.keys, r.info, r.templates, r.workspace)}
+    return {"moodle.xml": render_moodle(r.keys, r.info, r.templates, r.sink)}
 
 
 def _qti(r: Rendering) -> dict:
     from generator.formats.qti import render_qti
-    return {"qti.zip": render_qti(r.keys, r.info, r.templates, r.workspace)}
+    return {"qti.zip": render_qti(r.keys, r.info, r.templates, r.sink)}
 
 
 register(Driver("html", _practice,

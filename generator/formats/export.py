@@ -10,9 +10,9 @@ each entry alongside.  Steps of a type's further solutions are named by their pr
 
 from __future__ import annotations
 
-import io
 import json
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -26,40 +26,36 @@ from generator.rendering.paper import Paper
 from generator.kinds.questions import Question
 from generator.maths.spec import ProblemSpec
 from generator.rendering.paper import DocumentInfo
+from generator.rendering.sinks import IN_MEMORY, Sink
 
 
 def problems_json(sets: dict[int, list[Question]], info: DocumentInfo,
-                  papers: list[Paper] | None = None, workspace: Path | None = None) -> str | Path:
+                  papers: list[Paper] | None = None, sink: Sink = IN_MEMORY) -> str | Path:
     """Every problem of every version; with versions or a roster, also who sits which version;
     and how the documents printed them (``exam_record``).  It is the teacher's record:
     `gen-problems --problem CODE --record problems.json` sets any one of its problems again,
     exactly, with the key the marker used."""
-    sums = {}  # each version's problem ids and marks, noted as its problems are written, so
-    # that the papers' records read no version twice (a class's are let go once written)
+    # Each version is read once, in order: its problem ids and marks are noted as its problems
+    # are written, and the papers' records read those notes.
+    sums = {}
     records = {"problems": (problem_record(question, version, number)
                             for version, questions in sorted(sets.items())
                             for number, question in _noted(version, list(questions), sums))}
     if papers is not None:
         records["papers"] = (paper_record(paper, *sums[paper.version]) for paper in papers)
-    # Written a record at a time, as json.dumps(indent=1) would write the whole document:
-    # a large set's file never sits in memory twice.
-    if workspace is None:
-        text = io.StringIO()
-        _write_json(text, info, records)
-        return text.getvalue()
-    with open(workspace / "problems.json", "w", encoding="utf-8") as file:
-        _write_json(file, info, records)
-    return workspace / "problems.json"
+    return sink.text("problems.json", _json_pieces(info, records))
 
 
-def _write_json(file, info: DocumentInfo, records: dict) -> None:
-    file.write(_json_text(run_record(info), "")[:-2])
+def _json_pieces(info: DocumentInfo, records: dict) -> Iterator[str]:
+    """The document a record at a time, as json.dumps(indent=1) would write it whole: a large
+    set's file never sits in memory twice."""
+    yield _json_text(run_record(info), "")[:-2]
     for name, items in records.items():
-        file.write(f',\n "{name}": [')
+        yield f',\n "{name}": ['
         for number, record in enumerate(items):
-            file.write(("," if number else "") + "\n  " + _json_text(record, "  "))
-        file.write("\n ]")
-    file.write("\n}\n")
+            yield ("," if number else "") + "\n  " + _json_text(record, "  ")
+        yield "\n ]"
+    yield "\n}\n"
 
 
 def _json_text(value, indent: str) -> str:

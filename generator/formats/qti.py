@@ -27,6 +27,7 @@ import zipfile
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 from markupsafe import escape
@@ -35,7 +36,8 @@ from generator.maths import steps
 from generator.rendering.formatting import plain_entry_text, plain_maths, shape_forms
 from generator.maths.marking import Tolerances
 from generator.rendering.paper import DocumentInfo, Paper
-from generator.rendering.render import send_in_batches
+from generator.rendering.render import rendered_pieces
+from generator.rendering.sinks import IN_MEMORY, Sink
 from generator.formats.web import web_environment, written_symbol
 
 SMALL_STEP = 6  # a step of at most this many entries is asked whole; a larger one, one row
@@ -85,26 +87,20 @@ class Quiz:
 
 
 def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
-               workspace: Path | None = None) -> bytes | Path:
-    """qti.zip: imsmanifest.xml and one assessment per version; given a ``workspace``, the zip
-    is written there, each assessment as it is rendered (a large set's XML runs to hundreds
-    of megabytes), and given as the file's path."""
+               sink: Sink = IN_MEMORY) -> bytes | Path:
+    """qti.zip: imsmanifest.xml and one assessment per version, written into ``sink``, each
+    assessment compressed as it is rendered (a large set's XML runs to hundreds of
+    megabytes)."""
     environment = web_environment(info.decimals, user_templates, "html")
     environment.filters.update(xml_text=lambda html: escape(str(html)), plain=plain)
     package = package_ident(keys)
     rows = asked_rows(keys, info.decimals)
     quizzes = [build_quiz(paper, info, package, rows) for paper in keys]
     assessment = environment.get_template("qti/assessment.xml.j2")
-    files = {"imsmanifest.xml": environment.get_template("qti/manifest.xml.j2").generate(
-        quizzes=quizzes, info=info, ident=package),
-        **{quiz.file: assessment.generate(quiz=quiz, info=info) for quiz in quizzes}}
-    if workspace is None:
-        buffer = io.BytesIO()
-        zip_into(buffer, files)
-        return buffer.getvalue()
-    with open(workspace / "qti.zip", "wb") as file:
-        zip_into(file, files)
-    return workspace / "qti.zip"
+    files = {"imsmanifest.xml": rendered_pieces(environment.get_template("qti/manifest.xml.j2"),
+                                                quizzes=quizzes, info=info, ident=package),
+             **{quiz.file: rendered_pieces(assessment, quiz=quiz, info=info) for quiz in quizzes}}
+    return sink.binary("qti.zip", partial(zip_into, files=files))
 
 
 MANY_QUIZZES = 6  # beyond this many versions, Canvas leaves the teacher much assigning to do
@@ -120,15 +116,16 @@ def package_notes(versions: int) -> list[str]:
 
 
 def zip_into(file, files: dict) -> None:
-    """A zip of the files (name -> a template's chunks), in order, with fixed dates: the same
-    files give the same bytes.  Each is compressed as it is rendered."""
+    """A zip of the files (name -> a template's text in pieces), in order, with fixed dates:
+    the same files give the same bytes.  Each is compressed as it is rendered."""
     with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, chunks in files.items():
+        for name, pieces in files.items():
             info = zipfile.ZipInfo(name, ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             with io.TextIOWrapper(archive.open(info, "w"), encoding="utf-8", newline="") as text:
-                send_in_batches(chunks, text)
+                for piece in pieces:
+                    text.write(piece)
 
 
 def package_ident(keys: list[Paper]) -> str:

@@ -24,10 +24,11 @@ from generator.maths import ops
 from generator.maths import steps
 from generator.rendering.hints import hint_of, pick_hint
 from generator.rendering.prose import mathml, plain_maths, spoken
-from generator.rendering.render import add_prose, markdown_environment, send_in_batches
+from generator.rendering.render import add_prose, markdown_environment, rendered_pieces
 from generator.rendering.template_files import template_source
 from generator.running.inputs import InputError
 from generator.maths.marking import Tolerances, slips
+from generator.rendering.sinks import IN_MEMORY, Sink
 from generator.rendering.teacher_text import cloze_literal
 
 PRACTICE_SCRIPT = "html/practice.js"  # found along the template folders, as a template is
@@ -36,12 +37,12 @@ OPS_LINE = "    /* the registered ops' own functions (each op's script face: web
 
 
 def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
-                  workspace: Path | None = None) -> str | Path:
+                  sink: Sink = IN_MEMORY) -> str | Path:
     """A Moodle XML question bank: one cloze question per problem, a category per version;
-    given a ``workspace``, written there as it is rendered, and given as the file's path."""
+    written into ``sink`` as it is rendered."""
     environment = web_environment(info.decimals, user_templates, "moodle")
-    return rendered(environment.get_template("moodle/quiz.xml.j2"), workspace, "moodle.xml",
-                    papers=keys, info=info)
+    template = environment.get_template("moodle/quiz.xml.j2")
+    return sink.text("moodle.xml", rendered_pieces(template, papers=keys, info=info))
 
 
 def moodle_notes() -> list[str]:
@@ -56,17 +57,18 @@ def moodle_notes() -> list[str]:
 
 
 def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path | None = None,
-                    workspace: Path | None = None) -> dict[str, str | Path]:
-    """One practice page per version: practice.html, or practice/version-NN.html (written
-    into ``workspace`` as they are rendered, when there is one)."""
+                    sink: Sink = IN_MEMORY) -> dict[str, str | Path]:
+    """One practice page per version: practice.html, or practice/version-NN.html, each
+    written into ``sink`` as it is rendered."""
     environment = web_environment(info.decimals, user_templates, "html")
     template = environment.get_template("html/practice.html.j2")
     script = Markup(practice_script(user_templates))
     pages = {}
     for paper in keys:
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
-        pages[name] = rendered(template, workspace, name, paper=paper, info=info, script=script,
-                               data=practice_data(paper, info.decimals))
+        pages[name] = sink.text(name, rendered_pieces(
+            template, paper=paper, info=info, script=script,
+            data=practice_data(paper, info.decimals)))
     return pages
 
 
@@ -94,18 +96,6 @@ def _ops_entry(op, user_templates: Path | None) -> str:
 def _js_key(name: str) -> str:
     """A property name as JavaScript writes it: softmax, or "softmax-backward" quoted."""
     return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else json.dumps(name)
-
-
-def rendered(template, workspace: Path | None, name: str, **values) -> str | Path:
-    """The template's text; or, given a ``workspace``, the file it was written to there as it
-    was rendered (a large set's page or bank never sits in memory whole)."""
-    if workspace is None:
-        return template.render(**values)
-    path = workspace / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as file:
-        send_in_batches(template.generate(**values), file)
-    return path
 
 
 def practice_data(paper: Paper, decimals: int) -> dict:

@@ -1,13 +1,13 @@
 """Stage 4, the PDF writer: LaTeX sources -> PDFs, with a real TeX engine.
 
 Each document is compiled in the run's private work folder (which the output stage
-owns and removes), every document at once, each as soon as it is ready: a document
-TeX can typeset with pdflatex is read by TeX through a pipe while Python is still
-rendering it, from the preamble's cached format (``texformat``).  One pass is
-enough: the templates use nothing that needs a second (no cross-references, no
-point tables, no page totals).  On failure ``TexError`` carries the log's relevant
-lines and nothing lands in the output folder.  A run with versions or a roster
-compiles one document of all papers and cuts it into a PDF per paper (``pdfcut``),
+owns and removes), from the preamble's cached format (``texformat``): as soon as it is
+given, beside the other documents, or read by TeX through a pipe while Python is still
+rendering it (``TexStream``, where the run's scheduler streams it); given one worker, one
+TeX run after another.  One pass is enough: the templates use nothing that needs a second
+(no cross-references, no point tables, no page totals).  On failure ``TexError`` carries
+the log's relevant lines and nothing lands in the output folder.  A run with versions or a
+roster compiles one document of all papers and cuts it into a PDF per paper (``pdfcut``),
 at the pages the templates log, so many papers never mean many TeX runs.
 """
 
@@ -26,8 +26,9 @@ from pathlib import Path
 from generator.rendering.paper import Paper
 from generator.pdf.pdfcut import cut_papers
 from generator.pdf.texconfine import lualatex_environment
-from generator.pdf.texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, ended, raise_if_disk_full,
-                     read_compiled, run_tex, started, stop_all, tex_command, tex_environment)
+from generator.pdf.texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, raise_if_disk_full,
+                                  read_compiled, run_tex, start_tex, stop_all, stop_tex,
+                                  tex_command, tex_environment)
 from generator.pdf.texformat import BEGIN_DOCUMENT, format_for, last_used, remember
 from generator.pdf.typesetting import FONT_PACKAGES, engine_of, missing_characters
 
@@ -48,22 +49,25 @@ class SplitError(Exception):
 
 class PdfBuild:
     """The TeX runs of one output set.  Each document is compiled as soon as it is given
-    (``add``), while Python goes on with the other formats; at most as many at once as
-    there are cores.  With a versioned run's question papers, questions.pdf is cut into
-    one PDF per paper (papers/) and answers.pdf into one per version (keys/) as soon as
-    each is compiled.  ``result`` waits for them all.  ``templates``: the teacher's
-    template folder the documents come from (None: the built-in templates), whose
-    LuaLaTeX documents have a font cache of their own (``texconfine``)."""
+    (``add``), while Python goes on with the other formats; at most ``workers`` at once (by
+    default as many as there are cores, at least two), and with one worker each in the
+    caller's thread, one after another.  With a versioned run's question papers,
+    questions.pdf is cut into one PDF per paper (papers/) and answers.pdf into one per
+    version (keys/) as soon as each is compiled, by at most ``workers`` processes.
+    ``result`` waits for them all.  ``templates``: the teacher's template folder the
+    documents come from (None: the built-in templates), whose LuaLaTeX documents have a
+    font cache of their own (``texconfine``)."""
 
     def __init__(self, folder: Path, questions: list[Paper] | None = None, keys: int = 0,
                  on_done=lambda name: None, warm: "WarmTex | None" = None,
-                 templates: Path | None = None):
+                 templates: Path | None = None, workers: int | None = None):
         require_tex()
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.questions, self.keys, self.on_done = folder, questions, keys, on_done
-        self.templates = templates
+        self.templates, self.workers = templates, workers
         self.warm = warm or WarmTex(folder, ())
-        self.runs = ThreadPoolExecutor(max_workers=max(2, len(os.sched_getaffinity(0))))
+        runs = self._at_most(max(2, len(os.sched_getaffinity(0))))
+        self.runs = ThreadPoolExecutor(max_workers=runs) if runs > 1 else InPlace()
         self.started: dict[str, Future] = {}
         self.compiling: set[str] = set()  # documents TeX is still typesetting
         self.streams: list[TexStream] = []
@@ -114,13 +118,14 @@ class PdfBuild:
     def _compile(self, name: str, engine: str):
         if engine == "lualatex":
             environment = tex_environment(lualatex_environment(self.templates, self.folder))
-            return self.finished(name, run_tex(engine, self.folder, name, None, environment))
+            return self.finish(name, run_tex(engine, self.folder, name, None, environment))
         preamble = _preamble(self.folder / name)
         fmt = format_for(preamble, tex_environment()) if preamble else None
-        return self.finished(name, run_tex(engine, self.folder, name, fmt))
+        return self.finish(name, run_tex(engine, self.folder, name, fmt))
 
-    def finished(self, name: str, document: Compiled):
-        """A compiled document's PDF (cut into papers in a versioned run) and its notes."""
+    def finish(self, name: str, document: Compiled):
+        """A document is compiled: ``on_done`` is told, and in a versioned run it is cut into
+        papers; its PDFs and its notes."""
         pdf_name = Path(name).with_suffix(".pdf").name
         self.compiling.discard(name)
         self.on_done(name)
@@ -138,8 +143,26 @@ class PdfBuild:
     def _free_cores(self) -> int:
         """The cores TeX is not using: a document finished while another still compiles is
         cut on one, the last on all (beside the end of an earlier one's cutting, if need be:
-        the work is the same, and no core waits)."""
-        return max(1, len(os.sched_getaffinity(0)) - len(self.compiling))
+        the work is the same, and no core waits); never more than ``workers``."""
+        return self._at_most(max(1, len(os.sched_getaffinity(0)) - len(self.compiling)))
+
+    def _at_most(self, count: int) -> int:
+        return min(count, self.workers) if self.workers else count
+
+
+class InPlace:
+    """An executor that runs each task when it is submitted, in the caller's thread."""
+
+    def submit(self, task, *args) -> Future:
+        future = Future()
+        try:
+            future.set_result(task(*args))
+        except Exception as error:  # raised by ``result``, as a pool's task's would be
+            future.set_exception(error)
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
 
 
 SPLIT_INTO = {"questions.pdf": "papers", "answers.pdf": "keys"}
@@ -237,7 +260,7 @@ class TexStream:
         is written (``head``, its start, holds the preamble)."""
         folder, tex = self.build.folder, self.build.folder / self.name
         fmt = format_for(head, tex_environment())
-        process = self.build.warm.take(self.name, fmt) or fed_tex(folder, self.name, fmt)
+        process = self.build.warm.take(self.name, fmt) or start_fed_tex(folder, self.name, fmt)
         if fmt is not None:
             remember(self.name, fmt)
         try:
@@ -249,7 +272,7 @@ class TexStream:
                 raise TexError(self.name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder,
                                "pdflatex") from None
         finally:
-            ended(process)
+            stop_tex(process)
             tex.unlink(missing_ok=True)
         if isinstance(self.source, Path):
             shutil.copyfile(self.source, tex)
@@ -263,7 +286,7 @@ class TexStream:
             # there is reported with its log, and a format's failure costs only time
         else:
             document = read_compiled(tex)
-        return self.build.finished(self.name, document)
+        return self.build.finish(self.name, document)
 
     def _feed(self, pipe) -> bool:
         """Give TeX the document, as far as it is written each time; False when the stream
@@ -290,10 +313,10 @@ class TexStream:
 ABANDON = object()
 
 
-def fed_tex(folder: Path, name: str, fmt: Path | None) -> subprocess.Popen:
-    """pdflatex on ``name``, which it reads from its standard input (see ``TexStream``)."""
+def start_fed_tex(folder: Path, name: str, fmt: Path | None) -> subprocess.Popen:
+    """Start pdflatex on ``name``, which it reads from its standard input (``TexStream``)."""
     os.symlink("/dev/stdin", folder / name)
-    return started(tex_command("pdflatex", name, fmt, streamed=True), folder, fed=True)
+    return start_tex(tex_command("pdflatex", name, fmt, streamed=True), folder, fed=True)
 
 
 class WarmTex:
@@ -314,7 +337,7 @@ class WarmTex:
             for name in documents:
                 fmt = last_used(name)
                 if fmt is not None:
-                    self.waiting[name] = fmt, fed_tex(folder, name, fmt)
+                    self.waiting[name] = fmt, start_fed_tex(folder, name, fmt)
         except OSError:  # the work folder is full or read-only: TeX starts later, as ever
             self.close()
 
@@ -335,7 +358,7 @@ class WarmTex:
 
     def discard(self, name: str) -> None:
         if name in self.waiting:
-            ended(self.waiting.pop(name)[1])
+            stop_tex(self.waiting.pop(name)[1])
             (self.folder / name).unlink(missing_ok=True)
 
     def close(self) -> None:

@@ -58,7 +58,7 @@ def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path,
         with worker.stdin:  # every worker has its request before any is waited for
             worker.stdin.write(json.dumps(request).encode())
         running.append(worker)
-    failures = [_ended(worker) for worker in running]
+    failures = [_wait_for(worker) for worker in running]
     for worker, message in zip(running, failures):
         if worker.returncode != 0:
             last = (message.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
@@ -66,8 +66,8 @@ def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path,
     return {name: folder / Path(name).name for name in names}
 
 
-def _ended(worker: subprocess.Popen) -> bytes:
-    """What the worker said on stderr, once it has ended."""
+def _wait_for(worker: subprocess.Popen) -> bytes:
+    """What the worker said on stderr, once it has ended (waited for)."""
     with worker.stderr:
         message = worker.stderr.read()
     worker.wait()

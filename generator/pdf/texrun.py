@@ -119,16 +119,16 @@ RUNNING_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def running(command: list[str], folder: Path, environment: dict[str, str] | None = None):
-    process = started(command, folder, environment=environment)
+    process = start_tex(command, folder, environment=environment)
     try:
         yield process
     finally:
-        ended(process)
+        stop_tex(process)
 
 
-def started(command: list[str], folder: Path, fed: bool = False,
+def start_tex(command: list[str], folder: Path, fed: bool = False,
             environment: dict[str, str] | None = None) -> subprocess.Popen:
-    """A TeX process, known to ``stop_all`` until it has ``ended``; ``fed``: its standard
+    """Start a TeX process, known to ``stop_all`` until ``stop_tex``; ``fed``: its standard
     input is a pipe, ``process.stdin``."""
     environment = environment or tex_environment()
     process = subprocess.Popen(confined(command, folder, environment), cwd=folder,
@@ -149,8 +149,9 @@ def confined(command: list[str], folder: Path, environment: dict[str, str]) -> l
                   writable=(cache,) if cache else ())
 
 
-def ended(process: subprocess.Popen) -> None:
-    if process.poll() is None:  # the run stops early: this TeX is not waited for
+def stop_tex(process: subprocess.Popen) -> None:
+    """The process killed if it still runs (the run stops early), waited for, and forgotten."""
+    if process.poll() is None:
         process.kill()
     process.wait()
     if process.stdin is not None:

@@ -10,6 +10,7 @@ keys always number alike.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -224,31 +225,34 @@ class Paper:
         return sum(problem.minutes for problem in self.problems)
 
 
-def lay_out(questions: list[Question], calculator: bool = True) -> tuple[ExamProblem, ...]:
-    """Numbered 1, 2, ... in order; a problem drawn again alone keeps the number it had.  A
-    class's version, solved when read (``lockstep``), is laid out when read."""
-    if hasattr(questions, "read_as"):
-        return questions.read_as(partial(lay_out, calculator=calculator))
+def lay_out(questions: Sequence[Question], calculator: bool = True) -> tuple[ExamProblem, ...]:
+    """Numbered 1, 2, ... in order; a problem drawn again alone keeps the number it had."""
     return tuple(ExamProblem(q.spec.number if len(questions) == 1 and q.spec.number else number, q,
                              calculator)
                  for number, q in enumerate(questions, start=1))
 
 
-def question_papers(sets: dict[int, list[Question]], students: list[Student] | None,
-                    calculator: bool = True) -> list[Paper]:
+# How a version's questions become a paper's problems: ``lay_out``, or, for a caller whose
+# versions are read later, a function that lays a version out when it is read.
+LayOut = Callable[[Sequence[Question], bool], Sequence[ExamProblem]]
+
+
+def question_papers(sets: dict[int, Sequence[Question]], students: list[Student] | None,
+                    calculator: bool = True, laid_out: LayOut = lay_out) -> list[Paper]:
     """A paper per student (student i sits version i, cycling through the versions, unless
     an exam's record seated them), or without a roster one paper per version."""
     versions = sorted(sets)
     if students is None:
-        return [Paper(n, v, lay_out(sets[v], calculator)) for n, v in enumerate(versions, start=1)]
+        return [Paper(n, v, laid_out(sets[v], calculator)) for n, v in enumerate(versions, start=1)]
     seats = [student.version or versions[(n - 1) % len(versions)]
              for n, student in enumerate(students, start=1)]
-    return [Paper(n, version, lay_out(sets[version], calculator), student)
+    return [Paper(n, version, laid_out(sets[version], calculator), student)
             for n, (version, student) in enumerate(zip(seats, students), start=1)]
 
 
-def answer_keys(sets: dict[int, list[Question]], calculator: bool = True) -> list[Paper]:
-    return [Paper(n, v, lay_out(sets[v], calculator)) for n, v in enumerate(sorted(sets), start=1)]
+def answer_keys(sets: dict[int, Sequence[Question]], calculator: bool = True,
+                laid_out: LayOut = lay_out) -> list[Paper]:
+    return [Paper(n, v, laid_out(sets[v], calculator)) for n, v in enumerate(sorted(sets), start=1)]
 
 
 # The header a paper prints: from --config first, then each option given on the command line.

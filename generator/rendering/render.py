@@ -19,6 +19,7 @@ import builtins
 import contextlib
 import difflib
 import traceback
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -34,107 +35,100 @@ from generator.maths import ops
 from generator.maths import steps
 from generator.maths.engine import Num
 from generator.kinds import TYPES
-from generator.running.lockstep import Versions, in_step
 from generator.rendering.prose import (PRINTERS, ProseRenderer, SourceLoader, TypeProse, plain_maths,
                                        prose_file_of)
 from generator.rendering.paper import DocumentInfo, Paper, writing_lines
 from generator.rendering.teacher_text import markdown_code_span, markdown_literal
 from generator.running.private import private_cache
+from generator.rendering.sinks import IN_MEMORY, Job, Sink
 from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader, template_folders
-from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_for, typesetting_of
+from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
 
 
-def render_markdown(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                    user_templates: Path | None = None, workspace: Path | None = None,
-                    versions: Versions | None = None) -> dict[str, str | Path]:
-    """The question papers and the answer keys as Markdown, keyed by file name; given a
-    ``workspace``, written there as they are rendered (a large set's text never sits in
-    memory) and given as the files' paths.  A class read in step (``versions``) has both
-    documents rendered at once (``lockstep``)."""
-    environment = markdown_environment(info.decimals, user_templates)
-
-    def document(name: str, papers: list[Paper]) -> str | Path:
-        if workspace is None:
-            return _render(environment, "markdown", name, papers, info)
-        with open(workspace / name, "w", encoding="utf-8") as file:
-            _render(environment, "markdown", name, papers, info, file)
-        return workspace / name
-
-    names = ("questions.md", "answers.md")
-    return dict(zip(names, in_step([partial(document, name, papers) for name, papers
-                                    in zip(names, (questions, keys))], versions)))
+# Each paper format's documents, in the order they are written (LaTeX's key first: it is the
+# longer TeX run), and the papers each prints.
+DOCUMENTS = {"markdown": (("questions.md", "questions"), ("answers.md", "keys")),
+             "latex": (("answers.tex", "keys"), ("questions.tex", "questions"))}
 
 
-def render_latex(questions: list[Paper], keys: list[Paper], info: DocumentInfo,
-                 user_templates: Path | None = None, stream=None, workspace: Path | None = None,
-                 versions: Versions | None = None) -> dict[str, str | Path]:
-    """The answer keys and the question papers as LaTeX sources, by file name, each source
-    written into ``workspace`` (and given as its path) when there is one.  The key comes
-    first: it is the longer TeX run.  Given ``stream`` (the PDF build's), each source is
-    also handed to TeX chunk by chunk while it is rendered (it needs a workspace).  A class
-    read in step (``versions``) has both documents rendered at once (``lockstep``).
+def paper_documents(printer: str, questions: list[Paper], keys: list[Paper], info: DocumentInfo,
+                    user_templates: Path | None = None, sink: Sink = IN_MEMORY) -> list[Job]:
+    """The question papers and the answer keys as LaTeX or Markdown (``printer``): a job for
+    each document, which writes it into ``sink`` as it is rendered.
 
-    A document is rendered for pdflatex; when it then holds a character pdflatex cannot
+    A LaTeX document is rendered for pdflatex; when it then holds a character pdflatex cannot
     typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
     LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
-    environment = latex_environment(info.decimals, user_templates)
-    names = ("answers.tex", "questions.tex")
-    return dict(zip(names, in_step([partial(_latex_document, environment, name, papers, info,
-                                            stream, workspace)
-                                    for name, papers in zip(names, (keys, questions))], versions)))
+    latex = printer == "latex"
+    environment = (latex_environment if latex else markdown_environment)(info.decimals,
+                                                                         user_templates)
+    write, papers = _latex_document if latex else _document, {"questions": questions, "keys": keys}
+    return [partial(write, environment, name, papers[printed], info, sink)
+            for name, printed in DOCUMENTS[printer]]
 
 
-def _latex_document(environment, name: str, papers: list[Paper], info: DocumentInfo, stream,
-                    workspace: Path | None) -> str | Path:
-    if workspace is None:
-        source = _render(environment, "latex", name, papers, info, typesetting=PDFLATEX)
-        typesetting = typesetting_for(source)
-        if typesetting.unicode:
-            source = _render(environment, "latex", name, papers, info, typesetting=typesetting)
-        return source
-    target = workspace / name  # TeX reads the document while it is written: a file is kept
-    tex = stream(name) if stream else None
-    foreign = ForeignCharacters(on_found=tex.abandon if tex else None)
-    with open(target, "w", encoding="utf-8") as file:  # TeX, if any, reads it back
-        _render(environment, "latex", name, papers, info,
-                *((foreign, tex.through(file)) if tex else (file, foreign)), typesetting=PDFLATEX)
-    if foreign.found:
-        typesetting = typesetting_of(foreign.found, target.read_bytes())
-        with open(target, "w", encoding="utf-8") as file:
-            _render(environment, "latex", name, papers, info, file, typesetting=typesetting)
-    if tex:
-        tex.close(target)
-    return target
+def render_papers(printer: str, questions: list[Paper], keys: list[Paper], info: DocumentInfo,
+                  user_templates: Path | None = None) -> dict[str, str]:
+    """The question papers and the answer keys as LaTeX or Markdown, by file name."""
+    return every_file(paper_documents(printer, questions, keys, info, user_templates))
+
+
+render_latex, render_markdown = partial(render_papers, "latex"), partial(render_papers, "markdown")
+
+
+def every_file(jobs: list[Job]) -> dict:
+    """The files of a format's jobs, run one after another."""
+    return {name: content for job in jobs for name, content in job().items()}
+
+
+def _document(environment, name: str, papers: list[Paper], info: DocumentInfo, sink: Sink) -> dict:
+    return {name: sink.text(name, _pieces(environment, "markdown", name, papers, info))}
+
+
+def _latex_document(environment, name: str, papers: list[Paper], info: DocumentInfo,
+                    sink: Sink) -> dict:
+    foreign = ForeignCharacters()
+    source = sink.text(name, _pieces(environment, "latex", name, papers, info,
+                                     typesetting=PDFLATEX), foreign)
+    if foreign.found:  # its fonts follow from those characters, its identifier from that text
+        typesetting = typesetting_of(foreign.found, sink.bytes_of(source))
+        source = sink.text(name, _pieces(environment, "latex", name, papers, info,
+                                         typesetting=typesetting))
+    return {name: source}
 
 
 class ForeignCharacters:
-    """A sink that keeps the characters of a text that pdflatex cannot typeset, and says so
-    (``on_found``: TeX reading the document stops) before the next sink sees them."""
+    """The characters of a text that pdflatex cannot typeset, gathered as it is written: a
+    LaTeX source's check (``sinks.Check``), which calls the text a draft once it has any."""
 
-    def __init__(self, on_found=None) -> None:
+    def __init__(self) -> None:
         self.found: set[str] = set()
-        self.on_found = on_found
 
-    def write(self, text: str) -> None:
-        lacking = pdflatex_lacks(text)
-        if lacking:
-            self.found |= lacking
-            if self.on_found:
-                self.on_found()
+    def __call__(self, text: str) -> bool:
+        self.found |= pdflatex_lacks(text)
+        return not self.found
 
 
-STREAM_BATCH = 256  # template chunks per write: a few kilobytes
+PIECE = 256  # template chunks a piece: a few kilobytes
 
 
-def _render(environment, folder: str, name: str, papers, info, *sinks, **extra) -> str | None:
-    """A document's text.  Given sinks (a file being written, TeX reading the document), it
-    is sent to each of them in batches of chunks as it is rendered, and not kept."""
+def _pieces(environment, folder: str, name: str, papers, info, **extra) -> Iterator[str]:
     template = environment.get_template(f"{folder}/{name}.j2")
-    if not sinks:
-        with template_failures():
-            return template.render(papers=papers, info=info, **extra)
-    send_in_batches(template.generate(papers=papers, info=info, **extra), *sinks)
-    return None
+    return rendered_pieces(template, papers=papers, info=info, **extra)
+
+
+def rendered_pieces(template: jinja2.Template, **values) -> Iterator[str]:
+    """A template's text in pieces of a few kilobytes, each given as soon as it is rendered
+    (a large document never sits in memory whole); whatever the template's code raises is
+    a template error (``template_failures``)."""
+    batch = []
+    with template_failures():
+        for chunk in template.generate(**values):
+            batch.append(chunk)
+            if len(batch) == PIECE:
+                yield "".join(batch)
+                batch = []
+    yield "".join(batch)
 
 
 @contextlib.contextmanager
@@ -143,31 +137,13 @@ def template_failures():
     teacher's template) is a template error, whose one line names the template and line."""
     try:
         yield
-    except (jinja2.TemplateError, OSError):  # OSError: writing the file (a full disk)
+    except (jinja2.TemplateError, OSError):  # OSError: the disk's, not the template's
         raise
     except Exception as error:
         where = next((f" ({frame.f_code.co_filename}, line {line})" for frame, line
                       in reversed(list(traceback.walk_tb(error.__traceback__)))
                       if frame.f_code.co_filename.endswith(".j2")), "")
         raise jinja2.TemplateRuntimeError(f"{type(error).__name__}: {error}{where}") from error
-
-
-def send_in_batches(chunks, *sinks) -> None:
-    """A template's chunks (``generate``) written to each sink a few kilobytes at a time, as
-    they are rendered: a large document never sits in memory whole."""
-    batch = []
-    with template_failures():
-        for chunk in chunks:
-            batch.append(chunk)
-            if len(batch) == STREAM_BATCH:
-                _send("".join(batch), sinks)
-                batch = []
-    _send("".join(batch), sinks)
-
-
-def _send(text: str, sinks) -> None:
-    for sink in sinks:
-        sink.write(text)
 
 
 # Folders whose templates are looked up by a step's, part's or type's name at run time.

@@ -13,38 +13,31 @@ it turns flags into ``Options``, and prints the ``Result``, the notes and the er
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TextIO
 
-import jinja2
-
 from generator.formats.exam_record import (RecordedExam, kept_folder, recorded_documents, recorded_exam,
                           set_again_command)
-from generator.formats import FORMATS, Rendering, chosen, owned_folders, owned_names
-from generator.running.forked import write_in_child
+from generator.formats import FORMATS, chosen, owned_folders, owned_names
 from generator.rendering.formatting import table_places
 from generator.running.inputs import refuse_loop
-from generator.running.lockstep import in_step, versions_of
 from generator.running.options import DEFAULT_DECIMALS, Options
-from generator.running.output import OutputError, OutputFolder, describe
+from generator.running.output import OutputFolder
 from generator.running.plugins import load_plugins
-from generator.rendering.paper import DocumentInfo, answer_keys, header_fields, question_papers
-from generator.pdf.build import PdfBuild, TexError, WarmTex
-from generator.running.pipeline import draw_command, in_step_run, problem_sets, softmax_steps, solve_sets
+from generator.rendering.paper import DocumentInfo, header_fields
+from generator.running.pipeline import draw_command, problem_sets, softmax_steps
 from generator.running.progress import RunProgress
+from generator.running.scheduler import Scheduler, choose_mode
 from generator.kinds.questions import Question
 from generator.rendering.render import ignored_overrides
 from generator.running.roster import Student, load_roster
 from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
 from generator.maths.spec import ProblemSpec
 from generator.rendering.template_files import teacher_templates
-from generator.pdf.typesetting import pdflatex_lacks
 
 
 @dataclass(frozen=True)
@@ -91,20 +84,14 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
         notes = [*plan.notes, *(ignored_overrides(options.templates) if options.templates else []),
                  *(roster.notes if roster else [])]
         specs, students = plan.specs, plan.students
+        mode = choose_mode(options, specs, students, bool(plan.exam and students), info_fields)
         with (RunProgress(sum(map(len, specs.values())), len(chosen(options.formats)),
                           options.pdf) as progress,
-              WarmTex(folder.workspace("tex")) if options.pdf else contextlib.nullcontext() as warm,
-              contextlib.ExitStack() as solving):
-            class_in_step = (in_step_run(options, specs, students)
-                             and not (plan.exam and students)
-                             and pdflatex_can_set(students, info_fields))
-            sets = solve_sets(specs, progress.solved, class_in_step, apart=options.jobs != 1)
-            if (versions := versions_of(sets)) is not None:
-                solving.callback(versions.close)  # a child solving ahead, if any, stops
+              Scheduler(options, folder, progress, mode) as run):  # how the work is done
+            sets = run.solve(specs)
             notes += format_notes(options, len(sets))
             info = document_info(options, plan, sets, recorded, info_fields)
-            documents = render_documents(options, sets, students, info, folder, notes, progress,
-                                         warm)
+            documents = run.write(sets, students, info, notes)
             progress.stage("saving")
             before_commit()
             printed = held_for_terminal(options, documents)  # this run's own, whatever lands later
@@ -171,16 +158,6 @@ def document_info(options: Options, plan: Planned, sets, recorded: dict,
                         formats=(*dict.fromkeys(options.formats), *("pdf",) * options.pdf))
 
 
-def pdflatex_can_set(students, info_fields: dict) -> bool:
-    """Whether pdflatex can typeset every name and header text.  A paper that needs LuaLaTeX
-    is rendered twice (``render_latex``), which a class read in step would pay for by
-    solving every version again; such a class is solved first."""
-    texts = [text for student in students or () for text in (student.name, student.id)]
-    texts += [text for name, text in info_fields.items() if isinstance(text, str)]
-    texts += [text for _, text in info_fields.get("extra", ())]
-    return not pdflatex_lacks("\n".join(texts))
-
-
 def settings_from_record(options: Options) -> tuple[Options, dict]:
     """With --record, the DocumentInfo fields its exam's documents were printed with (header,
     table of exponentials, practice or not), so that a problem set again prints the key the
@@ -205,82 +182,6 @@ def exponent_table(options: Options, sets, recorded: dict | None = None) -> dict
             "table_places": table_places(softmax_steps(sets), options.decimals)}
 
 
-def render_documents(options: Options, sets, students, info: DocumentInfo, folder: OutputFolder,
-                     notes: list[str], progress: RunProgress, warm: WarmTex | None = None) -> dict:
-    """Every output file's content, keyed by its path in the output folder; what the teacher
-    should know (a character no font has) is added to ``notes``.  TeX starts on each LaTeX
-    document as soon as it is rendered, and runs while Python renders the other formats (in
-    forked processes, one a format, for a large set, unless --jobs 1)."""
-    calculator = not options.no_calculator  # the papers' time: at the rates with or without one
-    questions, keys = question_papers(sets, students, calculator), answer_keys(sets, calculator)
-    pdfs = (PdfBuild(folder.workspace("tex"), questions if info.versioned else None, len(keys),
-                     on_done=progress.compiled, warm=warm, templates=options.templates)
-            if options.pdf else None)
-    rendering = Rendering(sets, questions, keys, info, options.templates,
-                          pdfs.stream if pdfs else None, folder.workspace("documents"),
-                          versions_of(sets))
-    progress.stage("writing")
-    children = {}
-    try:
-        if rendering.versions is not None:  # a class: every document at once, in step
-            documents = write_in_step(chosen(options.formats), rendering, progress)
-        else:
-            for driver in chosen(options.formats):
-                if driver.name != "tex":
-                    children[driver.name] = (write_in_child(driver, rendering, rendering.workspace)
-                                             if options.jobs != 1 else None)
-            documents = dict(FORMATS["tex"].write(rendering))
-            progress.written()
-            for name, child in children.items():
-                documents.update(child.result() if child else FORMATS[name].write(rendering))
-                progress.written()
-        progress.stage("compiling PDFs" if pdfs else "saving")
-    except BaseException as error:
-        for child in children.values():
-            if child:
-                child.stop()
-        if pdfs:
-            pdfs.abort()
-        if isinstance(error, OSError) and not isinstance(error, jinja2.TemplateNotFound):
-            # the documents are written as they are rendered
-            raise OutputError(f"cannot write the new set to {folder.path}/ ("
-                              f"{describe(error, folder.path)}); the earlier files are as they "
-                              f"were") from None
-        raise
-    if pdfs:
-        built, pdf_notes = finished_pdfs(pdfs, folder)
-        documents.update(built)
-        notes.extend(pdf_notes)
-    return documents
-
-
-def write_in_step(drivers, rendering: Rendering, progress: RunProgress) -> dict:
-    """Every format's files, the formats written at once on threads of the run's process
-    (``lockstep``), each reading the class's versions as they are solved."""
-    def written(driver) -> dict:
-        files = dict(driver.write(rendering))
-        progress.written()
-        return files
-
-    documents = {}
-    for files in in_step([partial(written, driver) for driver in drivers], rendering.versions):
-        documents.update(files)
-    return documents
-
-
-def finished_pdfs(pdfs: PdfBuild, folder: OutputFolder) -> tuple[dict, list[str]]:
-    try:
-        return pdfs.result()
-    except TexError as error:  # keep the sources and log where the teacher can look
-        kept = folder.keep_tex_failure(error.folder)
-        raise OutputError(f"{error.engine} failed on {error.document}: {first_line(error.excerpt)} "
-                          f"(its .tex and .log are kept in {kept}/)") from None
-    except OSError as error:  # TeX's disk is full (texrun), or a paper's: nothing to keep
-        raise OutputError(f"cannot write the new set to {folder.path}/ ("
-                          f"{describe(error, folder.path)}); the earlier files are as they "
-                          f"were") from None
-
-
 def held_for_terminal(options: Options, documents: dict) -> list:
     """What --format md/json prints, held before the commit: a text, or its file in the work
     folder, opened.  Once the folder's lock is let go another run may replace the file in
@@ -303,6 +204,3 @@ def input_files(options: Options) -> list[Path]:
     templates = teacher_templates(options.templates) if options.templates else []
     return [Path(path) for path in named.values() if path is not None] + templates
 
-
-def first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "see the log")

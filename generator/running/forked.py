@@ -1,23 +1,13 @@
-"""Work done by a forked process beside the run, on a machine with more than one core.
+"""Work done by a forked process beside the run; which work, and when, the run's
+``scheduler`` decides.
 
-A large set is solved by two processes: a forked child draws and solves the first part
-of the set while the run draws the whole set and solves the rest, and hands its solved
-problems back through a pipe (sympy's expressions pickled as they are, not rebuilt and
-simplified again, which would cost as much as solving them).
-
-Once every problem is solved, a large run forks a child for each format other than
-LaTeX (Markdown, JSON, the practice page, Moodle).  Each writes its files into the
-run's work folder while the parent renders the LaTeX and feeds TeX, so that both cores
-work.  A child shares the solved problems with the parent (the pages are copied only if
-written) instead of solving them again, and renders exactly what the parent would
-have: the files are the same bytes.  It reports the files it wrote, or the exception
-that stopped it, through a pipe; the parent raises that exception as its own.  A small
-run is written in one process: a fork would cost more than it saves.
-
-A class (``lockstep``) is written another way: its documents are written on threads of
-the run's process while a forked child solves the versions ahead of them, in order, and
-sends each as soon as it is solved (``stream_from_child``), so that neither process
-holds the whole class.
+A child shares the run's memory as it was at the fork (the solved problems, say: the pages
+are copied only if written) and computes what the parent would have: the same results,
+the same files.  It hands back its result, or the exception that stopped it, through a
+pipe (``compute_in_child``), or a stream of results, each as soon as it is made
+(``stream_from_child``); the parent raises that exception as its own.  sympy's
+expressions cross the pipe as they are, not rebuilt and simplified again, which would
+cost as much as solving them.  A child that dies without a word is ``WorkerDied``.
 """
 
 from __future__ import annotations
@@ -30,16 +20,11 @@ import pickle
 import signal
 from dataclasses import dataclass
 from operator import attrgetter
-from pathlib import Path
 from typing import Callable, Iterable
 
 from sympy import Add, Mul, Pow, Rational, exp
 
 from generator.maths.exact import exp_as_written
-
-FORK_FROM = 60  # problems in the run
-SOLVE_APART_FROM = 120  # problems in the run: fewer are solved sooner than a child is paid for
-CHILD_SHARE = 0.48  # of the problems, solved by the child: the run also draws them and unpickles
 
 
 class WorkerDied(Exception):
@@ -69,12 +54,12 @@ class Forked:
     pid: int
     pipe: int
 
-    def result(self) -> dict[str, Path]:
-        """The child's files, once it has ended; what stopped it is raised here."""
+    def result(self):
+        """The child's result, once it has ended; what stopped it is raised here."""
         chunks = []
         while chunk := os.read(self.pipe, 1 << 16):
             chunks.append(chunk)
-        status = self._reaped()
+        status = self._reap()
         try:
             outcome = pickle.loads(b"".join(chunks))
         except Exception:  # cut short (it died while writing) or nothing at all
@@ -90,9 +75,9 @@ class Forked:
             return None
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        return self._reaped()
+        return self._reap()
 
-    def _reaped(self) -> int | None:
+    def _reap(self) -> int | None:
         """The pipe closed and the child waited for, once (a descriptor closed twice may be
         another file's by then); how the child ended."""
         os.close(self.pipe)
@@ -105,10 +90,10 @@ class Forked:
 
 def compute_in_child(work: Callable[[], object]) -> Forked | None:
     """Start a child computing ``work()``, whose result ``Forked.result()`` returns; None where
-    fork is not available or the machine has one core (the child would only take turns)."""
-    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
+    fork is not available."""
+    if not hasattr(os, "fork"):
         return None
-    return _forked(lambda pipe: _report(work, pipe))
+    return _start_fork(lambda pipe: _report(work, pipe))
 
 
 class Streamed(Forked):
@@ -116,15 +101,15 @@ class Streamed(Forked):
 
     def next(self):
         """The child's next result; what stopped it is raised here."""
-        size = int.from_bytes(self._read(8) or self._ended(), "big")
-        ok, outcome = pickle.loads(self._read(size) or self._ended())
+        size = int.from_bytes(self._read(8) or self._raise_died(), "big")
+        ok, outcome = pickle.loads(self._read(size) or self._raise_died())
         if not ok:
             raise outcome
         return outcome
 
     def finish(self) -> None:
         """After the last result: the child ends."""
-        self._reaped()
+        self._reap()
 
     def _read(self, size: int) -> bytes:
         chunks = []
@@ -136,17 +121,16 @@ class Streamed(Forked):
             size -= len(chunk)
         return b"".join(chunks)
 
-    def _ended(self):
+    def _raise_died(self):
         raise _died(self.stop())
 
 
 def stream_from_child(results: Callable[[], Iterable]) -> Streamed | None:
     """Start a child making ``results()`` and sending each as it comes (``Streamed.next``),
-    ahead of the run by as much as a pipe holds; None where fork is not available or the
-    machine has one core."""
-    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
+    ahead of the run by as much as a pipe holds; None where fork is not available."""
+    if not hasattr(os, "fork"):
         return None
-    forked = _forked(lambda pipe: _send_each(results, pipe))
+    forked = _start_fork(lambda pipe: _send_each(results, pipe))
     return Streamed(forked.pid, forked.pipe)
 
 
@@ -167,7 +151,7 @@ def _send(payload: bytes, pipe: int) -> None:
     _write_all(pipe, len(payload).to_bytes(8, "big") + payload)
 
 
-def _widened(pipe: int) -> None:
+def _widen_pipe(pipe: int) -> None:
     """A pipe of a megabyte, where Linux allows it (a few dozen of a class's versions): a
     child solving ahead gets that far ahead of the run instead of waiting on every version,
     and one with a single result writes more of it before the run reads."""
@@ -176,20 +160,9 @@ def _widened(pipe: int) -> None:
         fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, 1 << 20)
 
 
-def write_in_child(driver, rendering, workspace: Path) -> Forked | None:
-    """Start a child writing ``driver``'s files into ``workspace``; None where fork is not
-    available, or for a small run."""
-    problems = sum(len(questions) for questions in rendering.sets.values())
-    if problems < FORK_FROM or not hasattr(os, "fork"):
-        return None
-    return _forked(lambda pipe: _report(lambda: {
-        name: content if isinstance(content, Path) else _written(workspace, name, content)
-        for name, content in dict(driver.write(rendering)).items()}, pipe))
-
-
-def _forked(child: Callable[[int], int]) -> Forked:
+def _start_fork(child: Callable[[int], int]) -> Forked:
     read, write = os.pipe()
-    _widened(write)
+    _widen_pipe(write)
     pid = os.fork()
     if pid:
         os.close(write)
@@ -278,13 +251,3 @@ def _compact(outcome) -> bytes:
     pickler.dispatch_table = REDUCERS
     pickler.dump(outcome)
     return buffer.getvalue()
-
-
-def _written(workspace: Path, name: str, content: str | bytes) -> Path:
-    path = workspace / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, str):
-        path.write_text(content, encoding="utf-8")
-    else:
-        path.write_bytes(content)
-    return path

@@ -1,12 +1,13 @@
 """Stage 2 for a class: each version solved when the documents reach it, and let go once
 they have all passed it, so that a class's run holds a few versions, not the whole class.
 
-A run with a paper per student (a roster, or --versions) writes every document of every
-format at once, each on a thread of its own (``in_step``), reading the versions in order:
-``answers.tex`` and ``questions.tex``, both Markdown files, ``problems.json``, ...  A
-forked child solves (and checks, as ever) the versions ahead of them, in order, and sends
-each as it is solved (``forked.stream_from_child``; on one core the first document to
-reach a version solves it).  A document may run at most ``WINDOW`` versions ahead of the
+A run with a paper per student (a roster, or --versions) may have every document of every
+format written at once, each on a thread of its own (``in_step``, which the run's
+``scheduler`` calls), reading the versions in order: ``answers.tex`` and ``questions.tex``,
+both Markdown files, ``problems.json``, ...  A forked child solves (and checks, as ever)
+the versions ahead of them, in order, and sends each as it is solved
+(``forked.stream_from_child``; without one, the first document to reach a version solves
+it).  A document may run at most ``WINDOW`` versions ahead of the
 slowest, and a version is let go when the slowest document has passed it.  Python renders
 one thread at a time, so this costs no more than writing the documents one after another,
 while TeX and the cutting of papers take the other cores.  A document that reads a version
@@ -37,7 +38,8 @@ class Stopped(Exception):
 class Versions:
     """The versions of a class, solved when first read (see the module's docstring)."""
 
-    def __init__(self, specs: dict[int, Sequence], solve: Callable, on_solved=lambda: None):
+    def __init__(self, specs: dict[int, Sequence], solve: Callable, on_solved=lambda: None,
+                 ahead: bool = True):
         self.specs, self.solve, self.on_solved = specs, solve, on_solved
         self.order = sorted(specs)
         self.index = {version: i for i, version in enumerate(self.order)}
@@ -47,7 +49,7 @@ class Versions:
         self.changed = threading.Condition()
         self.stopped: BaseException | None = None
         self.arrived = 0  # versions solved so far, in order
-        self.child = stream_from_child(self._ahead)
+        self.child = stream_from_child(self._ahead) if ahead else None  # a child solving ahead
 
     def sets(self) -> dict[int, "Solved"]:
         return {version: Solved(self, version) for version in self.specs}
@@ -65,7 +67,7 @@ class Versions:
                     self.held[self.arrived] = self._next()
                     self.arrived += 1
                 if index not in self.held:  # read again after it was let go
-                    questions = self._solved(version)
+                    questions = self._solve(version)
                     if index < self._slowest():
                         return questions
                     self.held[index] = questions
@@ -78,7 +80,7 @@ class Versions:
         """The next version's questions: from the child solving ahead (``forked``), or solved
         here on a machine of one core."""
         version = self.order[self.arrived]
-        questions = self.child.next() if self.child else self._solved(version)
+        questions = self.child.next() if self.child else self._solve(version)
         for _ in questions:
             self.on_solved()
         if self.child and self.arrived == len(self.order) - 1:
@@ -90,9 +92,9 @@ class Versions:
         """In the child: every version, in order."""
         stand_back()
         for version in self.order:
-            yield self._solved(version)
+            yield self._solve(version)
 
-    def _solved(self, version: int) -> list:
+    def _solve(self, version: int) -> list:
         return [self.solve(spec) for spec in self.specs[version]]
 
     def close(self) -> None:
@@ -151,12 +153,10 @@ class Solved(Sequence):
     def __iter__(self):
         return iter(self.versions.questions(self.version))
 
-    def read_as(self, lay_out: Callable) -> "LaidOut":
-        return LaidOut(self, lay_out)
-
 
 class LaidOut(Sequence):
-    """A version's questions laid out (as a paper's numbered problems) when read."""
+    """A version's questions laid out (as a paper's numbered problems) when read, by
+    ``lay_out(questions)``."""
 
     def __init__(self, solved: Solved, lay_out: Callable):
         self.solved, self.lay_out = solved, lay_out
@@ -171,18 +171,10 @@ class LaidOut(Sequence):
         return iter(self.lay_out(list(self.solved)))
 
 
-def versions_of(sets: dict) -> Versions | None:
-    """The ``Versions`` a run's sets are read from, or None where they were all solved first."""
-    first = next(iter(sets.values()), None)
-    return first.versions if isinstance(first, Solved) else None
-
-
-def in_step(jobs: list[Callable], versions: Versions | None) -> list:
-    """Each job's result; given ``versions``, the jobs run at once, each on its own thread,
-    so that the documents they write read the versions in step.  The first failure is
-    raised once every job has stopped."""
-    if versions is None:
-        return [job() for job in jobs]
+def in_step(jobs: list[Callable], versions: Versions) -> list:
+    """Each job's result, the jobs run at once, each on its own thread, so that the documents
+    they write read the versions in step.  The first failure is raised once every job has
+    stopped."""
     tokens = [versions.enter() for _ in jobs]  # before any starts: none runs ahead of another
     versions.leave()  # the calling thread, if it was a document's, now only waits
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:  # its end waits for every thread

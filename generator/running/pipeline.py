@@ -15,7 +15,6 @@ from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
 
-from generator.running import forked
 from generator.maths.crosscheck import cross_check
 from generator.maths.exact import to_float
 from generator.running.exam_key import load_or_create_key
@@ -24,13 +23,11 @@ from generator.kinds.questions import Question, build_question
 from generator.kinds.sampling import (DrawOptions, difficulty_of, draw_options, drawable_types, sample_problem,
                        sample_set)
 from generator.kinds import default_mix
-from generator.running.lockstep import WINDOW, Versions
 from generator.running.options import (DECLARED, DEFAULT_COUNT, DEFAULT_DECIMALS, MAX_COUNT,  # noqa: F401
                       OPTIONS, Options, given)
 from generator.maths.spec import ProblemSpec, SpecError, load_recorded_problem, load_spec_file
 
 MAX_TOTAL_PROBLEMS = 5000
-IN_STEP_FROM = 2 * WINDOW  # versions: fewer are simply solved first
 # The options that override the preset: each a field of DrawOptions of the same name.
 OVERRIDES = tuple(f.name for f in fields(DrawOptions) if f.name in DECLARED
                   and f.name not in ("difficulty", "decimals"))  # the preset, and what it shows
@@ -136,29 +133,6 @@ class Drawn(Sequence):
         return self.specs[index]
 
 
-def solve_sets(specs: dict[int, Sequence[ProblemSpec]], on_solved=lambda: None,
-               in_step: bool = False, apart: bool = True) -> dict[int, Sequence[Question]]:
-    """Every version solved and checked (a set sized to --minutes or --marks was sized when
-    drawn, ``budget``).  A class written ``in_step`` has each version solved when its
-    documents reach it (``lockstep``); a large set is solved on two processes unless not
-    ``apart`` (--jobs 1)."""
-    if in_step:
-        return Versions(specs, solve_checked, on_solved).sets()
-    solved = iter(_solved_all(specs, on_solved, apart))
-    return {version: [next(solved) for _ in version_specs] for version, version_specs in specs.items()}
-
-
-def in_step_run(options: Options, specs: dict[int, Sequence[ProblemSpec]], students) -> bool:
-    """Whether a run is a class written in step (``lockstep``): many versions, each read
-    once, in order, by every document.  Not when the papers cycle through fewer versions
-    (--versions with a roster), nor when the set's table is worked out from all its solved
-    problems first (--no-calculator), nor with --jobs 1."""
-    problems = sum(map(len, specs.values()))
-    return (len(specs) > IN_STEP_FROM and problems >= forked.FORK_FROM
-            and not (students and options.versions)
-            and not options.no_calculator and options.jobs != 1)
-
-
 def softmax_steps(sets: dict[int, list[Question]]):
     return [step for questions in sets.values() for question in questions
             for solution in question.solutions() for step in solution.steps
@@ -196,33 +170,7 @@ CONTROLS = ("Cc", "Zl", "Zp")  # control characters, and the line and paragraph 
 SHELL_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def _solved_all(specs: dict[int, Sequence[ProblemSpec]], on_solved, apart: bool) -> list[Question]:
-    """Every spec solved, in order; a large set on two processes (``forked``) where ``apart``:
-    a child draws and solves the first part while the run draws the whole set and solves the
-    rest.  The same questions either way."""
-    total = sum(map(len, specs.values()))
-    if total < forked.SOLVE_APART_FROM or not apart:
-        return [_solved(spec, on_solved) for spec in _flat(specs)]
-    share = int(total * forked.CHILD_SHARE)
-    child = forked.compute_in_child(lambda: [solve_checked(spec) for spec in _first(specs, share)])
-    if child is None:
-        return [_solved(spec, on_solved) for spec in _flat(specs)]
-    try:
-        mine = [_solved(spec, on_solved) for spec in _flat(specs)[share:]]
-        theirs = child.result()
-    except BaseException:
-        child.stop()
-        raise
-    for _ in theirs:
-        on_solved()
-    return theirs + mine
-
-
-def _flat(specs: dict[int, Sequence[ProblemSpec]]) -> list[ProblemSpec]:
-    return [spec for version_specs in specs.values() for spec in version_specs]
-
-
-def _first(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[ProblemSpec]:
+def first_specs(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[ProblemSpec]:
     """The first ``count`` specs, in version order, drawing no more than those."""
     first = []
     for version_specs in specs.values():
@@ -232,9 +180,3 @@ def _first(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[ProblemS
         first += (version_specs.first(wanted) if isinstance(version_specs, Drawn)
                   else list(version_specs[:wanted]))
     return first
-
-
-def _solved(spec: ProblemSpec, on_solved) -> Question:
-    question = solve_checked(spec)
-    on_solved()
-    return question

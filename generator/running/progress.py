@@ -63,22 +63,22 @@ class RunProgress:
         if self.bar is not None:
             self.bar.set_description_str(name, refresh=False)
 
-    def written(self) -> None:
-        """One format written, every problem of it."""
-        self._advance(self.problems)
+    def written(self, share: float = 1) -> None:
+        """One format written, every problem of it; or a share of it (one of its documents)."""
+        self._advance(self.problems * share)
 
     def compiled(self, name: str = "") -> None:
         """One of the two TeX documents compiled (and cut into papers)."""
         self._advance(self.problems)
 
-    def _advance(self, steps: int) -> None:
+    def _advance(self, steps: float) -> None:
         self.done += steps
         if self.bar is not None:
             self.bar.update(steps)
 
     def _say_now_and_then(self) -> None:
         while not self.ended.wait(LOG_EVERY):
+            done = int(100 * self.done // max(self.total, 1))
             with SAYING:
-                print(f"gen-problems: {self.stage_name}, {100 * self.done // max(self.total, 1)}% "
-                      f"done after {time.monotonic() - self.started:.0f} s", file=sys.stderr,
-                      flush=True)
+                print(f"gen-problems: {self.stage_name}, {done}% done after "
+                      f"{time.monotonic() - self.started:.0f} s", file=sys.stderr, flush=True)
