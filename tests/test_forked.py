@@ -23,15 +23,6 @@ def outputs(folder: Path) -> dict[str, bytes]:
             if not name.startswith(".gen-problems")}
 
 
-def test_the_same_files_with_the_fork_as_without(run_cli, tmp_path, monkeypatch):
-    args = ("--count", scheduler.FORK_FROM, "--seed", 3, "--format", "html", "--format", "moodle")
-    assert run_cli(*args, "--out", tmp_path / "forked")[0] == 0
-    monkeypatch.setattr(scheduler, "FORK_FROM", 10**9)
-    assert run_cli(*args, "--out", tmp_path / "plain")[0] == 0
-    assert outputs(tmp_path / "forked") == outputs(tmp_path / "plain")
-    assert "practice.html" in outputs(tmp_path / "forked")
-
-
 def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path):
     """A teacher's broken Markdown template, met by the child: one line, exit 2, no files."""
     mine = tmp_path / "mine" / "markdown"

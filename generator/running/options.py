@@ -239,9 +239,10 @@ OPTIONS = (
            repeated=True, redraw=True, shown=lambda formats: ",".join(dict.fromkeys(formats))),
     Option("pdf", "--pdf", WRITE, "also compile questions.pdf and answers.pdf (needs pdflatex)",
            redraw=True),
-    Option("jobs", "--jobs", RUN, "1: no work in forked processes or in step, one thing after "
-           "another (the same files, later); default: such work where it helps", int, "N",
-           bounds=(1, MAX_JOBS)),
+    Option("jobs", "--jobs", RUN, "1: one thing after another, nothing forked, no threads, "
+           "the PDFs compiled once the documents are written (the same files, later); N: at "
+           "most N TeX runs, paper cutters and forked writers at once; default: as the cores "
+           "allow", int, "N", bounds=(1, MAX_JOBS)),
 )
 DECLARED = {option.name: option for option in OPTIONS}
 
@@ -307,7 +308,7 @@ class Options:
     out: str | Path = "out"  # the output folder
     formats: tuple[str, ...] = ()  # md, json, html, moodle, qti (the .tex and JSON always)
     pdf: bool = False  # also compile the PDFs (needs pdflatex)
-    jobs: int | None = None  # 1: no forked or in-step work; None: as many as help
+    jobs: int | None = None  # 1: one thing after another; N: at most N workers of a kind
 
     def __post_init__(self):
         for option in OPTIONS:
