@@ -1,6 +1,7 @@
 """Benchmarks: how fast gen-problems is on this machine, as ratios.  They assert nothing.
 
     .venv/bin/python benchmarks/run_benchmarks.py [--repeat 5] [--class-size 500] [--large-repeat 3]
+    .venv/bin/python benchmarks/run_benchmarks.py --modes [--repeat 3]
 
 Each row is measured in one run, side by side with what it is compared with:
 a PDF run against the TeX floor of the same documents (one plain pdflatex pass over
@@ -8,6 +9,10 @@ each .tex file that run wrote, both at once, in a fresh folder: no tool that use
 can beat it), a run without PDFs against the `--count 20` run.  Peak memory is the
 largest resident size of the run's processes (TeX's included).  Absolute times vary
 twofold between machines; the ratios hold.  The goals are issue 15's.
+
+``--modes`` measures only the default way of doing a run's work against ``--jobs 1`` (one
+thing after another), their runs alternating: a large set in every format but the quiz
+package, with PDFs, and a class of 40 versions (read in step).
 
 A PDF row also gives the run's CPU time (all its processes) and the least time any
 schedule of that work could take on this machine's cores: Python's start and imports
@@ -166,18 +171,45 @@ class Table:
         return "\n".join("| " + " | ".join(row) + " |" for row in lines)
 
 
+MODE_RUNS = {
+    "`--count 200 --format md,json,html,moodle --pdf`": ("--count", "200", "--seed", "1"),
+    "`--count 3 --versions 40 --format md,json,html,moodle --pdf`": ("--count", "3", "--seed",
+                                                                     "1", "--versions", "40"),
+}
+
+
+def modes(table: Table, work: Path, repeat: int) -> None:
+    """The default against --jobs 1, their runs alternating (the median of each)."""
+    for label, options in MODE_RUNS.items():
+        options = (*options, "--format", "md,json,html,moodle", "--pdf")
+        runs = {"default": [], "alone": []}
+        for _ in range(repeat):
+            runs["default"].append(generate(work / "default", *options))
+            runs["alone"].append(generate(work / "alone", *options, "--jobs", "1"))
+        default, alone = (sorted(runs[way], key=lambda r: r.seconds)[len(runs[way]) // 2]
+                          for way in ("default", "alone"))
+        table.add(label, default, f"`--jobs 1` {alone.seconds:.2f} s",
+                  f"{default.seconds / alone.seconds:.2f}x", "< 1x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per short figure (median)")
     parser.add_argument("--class-size", type=int, default=500, help="students in the roster row")
     parser.add_argument("--large-repeat", type=int, default=1,
                         help="runs per long figure (median): the class and hard-set rows")
+    parser.add_argument("--modes", action="store_true",
+                        help="only the default against --jobs 1")
     options = parser.parse_args()
     table = Table()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         out = work / "out"
         generate(out, "--count", "20", "--seed", "1", "--pdf")  # warm caches (and the TeX format)
+        if options.modes:
+            modes(table, work, options.repeat)
+            print(table.markdown())
+            return
         start = imports(options.repeat)
         print(f"Python and the package's imports: {start.seconds:.2f} s, {start.cpu:.2f} s of CPU",
               file=sys.stderr)
