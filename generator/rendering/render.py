@@ -62,7 +62,8 @@ def paper_documents(printer: str, questions: list[Paper], keys: list[Paper], inf
     latex = printer == "latex"
     environment = (latex_environment if latex else markdown_environment)(info.decimals,
                                                                          user_templates)
-    write, papers = _latex_document if latex else _document, {"questions": questions, "keys": keys}
+    write = _latex_document if latex else _markdown_document
+    papers = {"questions": questions, "keys": keys}
     return [partial(write, environment, name, papers[printed], info, sink)
             for name, printed in DOCUMENTS[printer]]
 
@@ -81,7 +82,8 @@ def every_file(jobs: list[Job]) -> dict:
     return {name: content for job in jobs for name, content in job().items()}
 
 
-def _document(environment, name: str, papers: list[Paper], info: DocumentInfo, sink: Sink) -> dict:
+def _markdown_document(environment, name: str, papers: list[Paper], info: DocumentInfo,
+                       sink: Sink) -> dict:
     return {name: sink.text(name, _pieces(environment, "markdown", name, papers, info))}
 
 

@@ -3,7 +3,8 @@
 From the run's ``Options`` (``generator.options``): the specs of every version (a teacher's
 file, a record's one problem, or random draws, fitted to a length if asked), then each
 question built by its type and every solution inside it held against the independent numpy
-pipeline.  ``generate`` (``generator.api``) and the tests call this.
+pipeline.  ``generate`` (``generator.api``), the run's ``scheduler`` (which decides when
+and where each problem is solved) and the tests call this.
 """
 
 from __future__ import annotations
@@ -133,6 +134,18 @@ class Drawn(Sequence):
         return self.specs[index]
 
 
+def first_specs(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[ProblemSpec]:
+    """The first ``count`` specs, in version order, drawing no more than those."""
+    first = []
+    for version_specs in specs.values():
+        wanted = min(count - len(first), len(version_specs))
+        if wanted <= 0:
+            break
+        first += (version_specs.first(wanted) if isinstance(version_specs, Drawn)
+                  else list(version_specs[:wanted]))
+    return first
+
+
 def softmax_steps(sets: dict[int, list[Question]]):
     return [step for questions in sets.values() for question in questions
             for solution in question.solutions() for step in solution.steps
@@ -168,15 +181,3 @@ def shell_word(value) -> str:
 
 CONTROLS = ("Cc", "Zl", "Zp")  # control characters, and the line and paragraph separators
 SHELL_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def first_specs(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[ProblemSpec]:
-    """The first ``count`` specs, in version order, drawing no more than those."""
-    first = []
-    for version_specs in specs.values():
-        wanted = min(count - len(first), len(version_specs))
-        if wanted <= 0:
-            break
-        first += (version_specs.first(wanted) if isinstance(version_specs, Drawn)
-                  else list(version_specs[:wanted]))
-    return first
