@@ -90,10 +90,10 @@ def _load(point: EntryPoint, group: str, registries: dict) -> None:
     except Exception as error:  # noqa: BLE001 - whatever it is, the plugin is named
         _restore(before, registries)
         package = point.dist.name if point.dist else "an installed package"
-        kind = "" if isinstance(error, NameTaken) else f"{type(error).__name__}: "
+        raised = "" if isinstance(error, NameTaken) else f"{type(error).__name__}: "
         reason = " ".join(str(error).split()) or type(error).__name__
         raise PluginError(f"the plugin {point.name!r} ({group}, {point.value}, from {package}) "
-                          f"failed to load: {kind}{reason}; fix or uninstall that package") from None
+                          f"failed to load: {raised}{reason}; fix or uninstall that package") from None
 
 
 def _refuse_taken_names(before: dict, registries: dict) -> None:
