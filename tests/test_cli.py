@@ -3,6 +3,7 @@
 import json
 import re
 import subprocess
+import shlex
 import sys
 import zipfile
 from pathlib import Path
@@ -240,6 +241,17 @@ def test_a_format_registered_in_the_table_is_offered_and_owned(tmp_path, run_cli
     from generator.cli import build_parser
     help_text = " ".join(build_parser().format_help().split())  # however argparse wraps it
     assert "csv: every output matrix as CSV" in help_text
+
+
+def test_a_kept_exams_set_again_command_keeps_a_registered_formats_name(tmp_path, run_cli,
+                                                                        toy_format):
+    """The note on an earlier exam's kept record sets it again in every format it was written
+    in, a format registered from outside (a plugin's) included."""
+    assert run_cli("--count", 1, "--seed", 3, "--format", "moodle,csv", "--out", tmp_path)[0] == 0
+    code, _, err = run_cli("--count", 1, "--seed", 4, "--out", tmp_path)
+    assert code == 0, err
+    [command] = re.findall(r"set that exam again with: (.*)", err)
+    assert shlex.split(command)[-2:] == ["--format", "moodle,csv"]
 
 
 def test_exponentials_of_big_scores_are_summed_in_scientific_notation(tmp_path, run_cli):

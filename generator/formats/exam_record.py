@@ -40,7 +40,6 @@ RECORDED = tuple(f.name for f in fields(DocumentInfo) if f.name not in NOT_RECOR
 # rates, say) follows from these and the command line.
 RESTORED = (*HEADER_FIELDS, "extra", "exponent_table", "table_places", "practice")
 DEFAULTS = DocumentInfo()
-FORMAT_NAMES = ("md", "json", "moodle", "qti", "html", "pdf")  # a record's "formats", as asked
 MAX_MINUTES = 10_000  # as --minutes
 MAX_TABLE = 64  # exponentials in a recorded table (the tool prints 9)
 MAX_DECIMALS = 10  # as --decimals
@@ -165,11 +164,19 @@ def set_again_command(kept: Path, out: str) -> str:
         formats = json.loads(kept.read_bytes()).get("formats") if small else []
     except (OSError, ValueError, AttributeError):
         formats = []
-    formats = [name for name in formats if name in FORMAT_NAMES] if isinstance(formats, list) else []
+    formats = ([name for name in formats if name in _format_names()]
+               if isinstance(formats, list) else [])
     if [name for name in formats if name != "pdf"]:
         words += ["--format", ",".join(name for name in formats if name != "pdf")]
     words += ["--pdf"] * ("pdf" in formats)
     return " ".join(map(shell_word, words))
+
+
+def _format_names() -> set[str]:
+    """A record's "formats" as --format and --pdf take them: every registered format --format
+    names (a plugin's too), and pdf."""
+    from generator.formats import FORMATS  # late: the drivers' table imports this module
+    return {name for name, driver in FORMATS.items() if not driver.always or driver.prints} | {"pdf"}
 
 
 def kept_folder(name: str, current: Path) -> str | None:

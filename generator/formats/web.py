@@ -133,7 +133,7 @@ def top_choices(question) -> dict:
     """The parts whose choice is the key with the most attention, each with the grid of the
     weights it is read off: the page marks the choice against the student's own weights."""
     return {part.letter: grid_name(part, 0, part.written[0]) for part in question.parts
-            if part.item and part.item.topic == "top-key" and part.written}
+            if part.item and part.item.largest_of_grid and part.written}
 
 
 def shown_inputs(question, decimals: int) -> dict:

@@ -88,6 +88,10 @@ class ConceptItem:
     choices: tuple  # values; the type's ``choice`` prose writes each
     answer: int  # index of the right choice
     slips: tuple[str, ...] = ()  # for each choice, the slip that gives it ("" for the answer)
+    # The right choice is where the first row of the part's first grid is largest, read off
+    # the student's own grid where they typed it (carried forward): "which key gets the most
+    # attention", asked beside the weights.  Else ``answer`` alone is right.
+    largest_of_grid: bool = False
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ def row_question(spec) -> Question:
     weights = worked.step("weights")
     top = the_top_key(weights.entries[0], spec)
     scaling = [] if spec.unscaled else [Part("row-scaled", 1, (worked.step("scaled"),), notes=False)]
-    keys = ConceptItem("top-key", tuple(range(weights.shape[1])), top)
+    keys = ConceptItem("top-key", tuple(range(weights.shape[1])), top, largest_of_grid=True)
     parts = lettered([*scaling, Part("row-weights", 3 + spec.unscaled, (weights,), notes=False,
                                      answer=(top, weights.entries[0][top]), item=keys)])
     return Question("row", spec, solution, (row,), parts, shown=(("", "s", row),),

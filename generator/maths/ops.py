@@ -112,8 +112,8 @@ def op(name: str) -> Op:
 
 
 def register_op(new: Op) -> None:
-    """Add an op, or describe one anew (the built-in ones are registered first, so that an op
-    from outside may replace one)."""
+    """Add an op, or describe one anew (a test's toy op may).  An installed plugin only adds:
+    ``running.plugins`` refuses one whose op takes a registered name."""
     registered()[new.name] = new
 
 
