@@ -21,16 +21,16 @@ import threading
 
 import jinja2
 
-from generator.running.api import Result, generate
 from generator.maths.crosscheck import CrossCheckError
+from generator.maths.spec import SpecError
+from generator.pdf.build import SplitError, TexMissing
+from generator.rendering.teacher_text import one_line
+from generator.running.api import Result, generate
 from generator.running.forked import WorkerDied
 from generator.running.inputs import InputError
 from generator.running.options import OPTIONS, SECTIONS, Option, Options, UsageError
 from generator.running.output import COMMITTING, OutputError, OutputRefused, describe
 from generator.running.plugins import PluginError, load_plugins
-from generator.pdf.build import SplitError, TexMissing
-from generator.maths.spec import SpecError
-from generator.rendering.teacher_text import one_line
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # as a tool killed by SIGPIPE

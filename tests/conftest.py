@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from generator.cli import main
-from generator.running.pipeline import solve_checked
-from generator.rendering.paper import answer_keys, question_papers
-from generator.rendering.paper import DocumentInfo
 from generator.maths.spec import spec_from_record
+from generator.rendering.paper import DocumentInfo, answer_keys, question_papers
+from generator.running.pipeline import solve_checked
 
 # Copies of the two source documents in shared/seeds, kept here so a clone tests alone.
 SEEDS = Path(__file__).resolve().parent / "seeds"

@@ -7,10 +7,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import make_question, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import make_question, torch_or_skip
 from test_extending import browser_page
 from test_properties import records
 from test_web import fill, needs_browser
@@ -157,8 +156,8 @@ def test_the_softmax_jacobian_equals_autograds_and_its_rows_sum_to_zero():
 def test_drawn_gradients_equal_autograd_and_the_items_claims_hold(difficulty):
     from dataclasses import replace
 
-    from generator.running.pipeline import solve_checked
     from generator.kinds.sampling import draw_options, sample_set
+    from generator.running.pipeline import solve_checked
     torch = torch_or_skip()
     options = replace(draw_options(difficulty), mask="mixed")
     for spec in sample_set(options, 6, 8, 1, ("backward", "softmax-jacobian")):

@@ -5,12 +5,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import folder_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import folder_files
-from generator.running.pipeline import solve_checked
 from generator.maths.spec import SpecError, spec_from_record
+from generator.running.pipeline import solve_checked
 
 GOOD = '''X   = [[1, 0], [0, 1]]
 W_Q = [[1, 0], [0, 1]]

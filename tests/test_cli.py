@@ -2,15 +2,14 @@
 
 import json
 import re
-import subprocess
 import shlex
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import WORKED_EXAMPLE
 
 FIVE_LINES = '''title = "Worked example"

@@ -11,11 +11,11 @@ import json
 import re
 
 import pytest
-
 from conftest import make_question
+
+from generator.maths.spec import spec_from_record
 from generator.rendering.paper import ExamProblem, part_seconds, writing_lines
 from generator.running.pipeline import solve_checked
-from generator.maths.spec import spec_from_record
 
 FOUR = "full,masked,heads,backward"
 EIGHT = "full,row,mistake,permute,masked,heads,concept,backward"
@@ -252,13 +252,14 @@ def sized_questions(decimals: int, difficulty: str = "medium") -> list:
 
 @pytest.mark.parametrize("decimals", [2, 4])
 def test_sized_problems_keep_every_check(decimals, tmp_path):
-    from canvas_import import import_package, accepts
+    from canvas_import import accepts, import_package
     from conftest import render
-    from generator.rendering.paper import DocumentInfo
-    from generator.rendering.render import render_markdown
     from test_marking import false_marks, rounded
     from test_qti import numerical_items, package_of, student_values, typed
     from test_working_checks import failures_in
+
+    from generator.rendering.paper import DocumentInfo
+    from generator.rendering.render import render_markdown
     questions = sized_questions(decimals) + sized_questions(decimals, "hard")
     key = render(render_markdown, questions, DocumentInfo(decimals=decimals))["answers.md"]
     failed, checked = failures_in(key)

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_output_folder import faulty_gen, gen, the_set
 
 KEPT_NOTE = re.compile(r"^gen-problems: note: kept the earlier exam's record as (\S+); set that "

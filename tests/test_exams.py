@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import folder_files
+
 from generator.running.exam_key import load_or_create_key
 
 ALL_TYPES = "full,row,mistake,permute,masked,heads,concept"

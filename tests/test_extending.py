@@ -12,16 +12,16 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pytest
 from pypdf import PdfReader
+from test_web import CHROMIUM, CHROMIUM_ARGS, fill, needs_browser
 
 from generator import kinds
+from generator.kinds import GIVEN, QuestionType
+from generator.kinds.questions import SETUP, Question, given_steps, lettered, step_parts
 from generator.maths import steps
 from generator.maths.crosscheck import CrossCheckError, cross_check
 from generator.maths.engine import solve
-from generator.kinds import GIVEN, QuestionType
-from generator.running.pipeline import solve_checked
-from generator.kinds.questions import SETUP, Question, given_steps, lettered, step_parts
 from generator.maths.spec import SpecError, spec_from_record
-from test_web import CHROMIUM, CHROMIUM_ARGS, fill, needs_browser
+from generator.running.pipeline import solve_checked
 
 X = [[1, 0], [0, 1], [1, 1]]
 W = {"W_Q": [[1, 2], [0, 1]], "W_K": [[1, 0], [1, 1]], "W_V": [[2, 0], [0, 1]]}

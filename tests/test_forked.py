@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import folder_files
+
 from generator.running import forked, scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,8 +117,8 @@ def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path,
 
 
 def test_a_failure_in_the_solving_child_is_the_runs_own(run_cli, tmp_path, monkeypatch):
-    from generator.running import pipeline
     from generator.maths.spec import SpecError
+    from generator.running import pipeline
     solve = pipeline.solve_checked
     solved_here = os.getpid()
 
@@ -166,10 +167,10 @@ def test_solved_problems_come_back_from_the_child_as_they_were_built():
     their order, assumptions) as the one it built; the records are the same records."""
 
     import sympy
-    from generator.running.pipeline import solve_checked
-    from generator.kinds.sampling import draw_options, sample_set
 
     from generator.kinds import default_mix
+    from generator.kinds.sampling import draw_options, sample_set
+    from generator.running.pipeline import solve_checked
     specs = (sample_set(draw_options("hard"), 5, 14, types=default_mix())
              + sample_set(draw_options("medium", d_k=2), 6, 6))
     built = [solve_checked(spec) for spec in specs]
@@ -212,6 +213,7 @@ def test_expressions_cross_processes_by_sympys_public_api_only():
     import warnings
 
     import sympy
+
     from generator.maths.exact import exp_as_written
 
     source = Path(forked.__file__).read_text(encoding="utf-8")

@@ -60,9 +60,9 @@ def test_softmax_forms_are_written_as_sympy_writes_them():
     on every form it takes (and leaves the rest to sympy), over sets of every kind."""
     from dataclasses import replace
 
+    from generator.kinds.sampling import draw_options, sample_set
     from generator.rendering.formatting import _unsorted, softmax_text
     from generator.running.pipeline import solve_checked
-    from generator.kinds.sampling import draw_options, sample_set
 
     kinds = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward")
     sets = [(draw_options("hard", mask="mixed"), kinds), (draw_options("medium"), kinds),
@@ -152,9 +152,9 @@ def round_half_away(x: Fraction) -> int:
 def test_a_dot_product_of_exact_numbers_checks_as_the_full_check_says(difficulty, decimals):
     """The short cut for sums of products of numbers written exactly agrees with the full
     calculator check, on every line of a set it is taken on."""
+    from generator.kinds.sampling import draw_options, sample_set
     from generator.rendering.formatting import _equations
     from generator.running.pipeline import solve_checked
-    from generator.kinds.sampling import draw_options, sample_set
 
     taken = 0
     for spec in sample_set(draw_options(difficulty, decimals=decimals), 3, 12):

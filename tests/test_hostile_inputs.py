@@ -13,14 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import folder_files
-from generator.running import scheduler
-from generator import formats
-from generator.running import lockstep
-from generator.running import pipeline
-from generator.running.output import OutputFolder
 from test_bad_input import assert_one_line_error, previous_output  # noqa: F401 (a fixture)
+
+from generator import formats
+from generator.running import lockstep, pipeline, scheduler
+from generator.running.output import OutputFolder
 
 LIMIT = 120  # seconds for one case: a hang fails the test instead of holding the suite
 TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,

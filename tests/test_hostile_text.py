@@ -9,15 +9,15 @@ Moodle's own cloze rules (``test_moodle.extract_question``), Markdown outside it
 import io
 import json
 import re
-import zipfile
 import xml.etree.ElementTree as ElementTree
+import zipfile
 
 import lxml.html
 import pytest
+from test_moodle import extract_question
 
 from generator.cli import main
 from generator.rendering.teacher_text import markdown_literal
-from test_moodle import extract_question
 
 # HTML, a cloze gap and a placeholder for Moodle, a TeX command, a Markdown link and code.
 HOSTILE = ('"><img src=x onerror=alert(3)><script>alert(4)</script> {1:SHORTANSWER:=x} {#1} '

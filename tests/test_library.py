@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import folder_files
-from generator import Options
-from generator import Result
-from generator import UsageError
-from generator import generate
+
+from generator import Options, Result, UsageError, generate
 from generator.cli import build_parser, parse_options
-from generator.running.options import OPTIONS
 from generator.rendering.paper import HEADER_FIELDS
+from generator.running.options import OPTIONS
 from generator.running.pipeline import draw_command
 
 ROOT = Path(__file__).resolve().parent.parent

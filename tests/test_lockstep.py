@@ -7,11 +7,10 @@ import threading
 import time
 
 import pytest
-
 from conftest import folder_files
-from generator.running import lockstep
-from generator.running import pipeline, scheduler
+
 from generator.maths.crosscheck import CrossCheckError
+from generator.running import lockstep, pipeline, scheduler
 
 CLASS = 24  # students: more versions than solving first is kept for
 

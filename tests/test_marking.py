@@ -8,14 +8,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from generator.formats.web import moodle_gaps, practice_data
+from generator.kinds import type_names
+from generator.kinds.sampling import draw_options, sample_set
 from generator.maths import ops
 from generator.maths.engine import solve
-from generator.kinds import type_names
+from generator.maths.spec import MISTAKES, mistakes_that_fit
 from generator.rendering.paper import answer_keys
 from generator.running.pipeline import solve_checked
-from generator.kinds.sampling import draw_options, sample_set
-from generator.maths.spec import MISTAKES, mistakes_that_fit
-from generator.formats.web import moodle_gaps, practice_data
 
 
 def rounded(values, decimals):

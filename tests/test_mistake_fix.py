@@ -7,18 +7,18 @@ import re
 import xml.etree.ElementTree as ElementTree
 from decimal import Decimal
 
-import pytest
-
 import canvas_import as canvas
-from generator.running.pipeline import solve_checked
-from generator.formats.qti import asked_entries
-from generator.maths.spec import MISTAKES, spec_from_record
+import pytest
 from test_extending import browser_page
 from test_marking import by_hand, rounded
 from test_moodle import extract_question
 from test_qti import numerical_items
 from test_question_types import SQUARE
 from test_web import fill, needs_browser
+
+from generator.formats.qti import asked_entries
+from generator.maths.spec import MISTAKES, spec_from_record
+from generator.running.pipeline import solve_checked
 
 DECIMALS = 4
 

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from conftest import folder_files
+
 from generator.cli import main
 from generator.pdf.build import PdfBuild, WarmTex
 from generator.running import scheduler

@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from generator.running.pipeline import solve_checked
 from generator.maths.spec import spec_from_record
+from generator.running.pipeline import solve_checked
 
 FRACTION = r"=|%(-?[0-9]+(?:[.,][0-9]*)?)%"
 ANSWER = r".+?(?<!\\)(?<!&)(?<!&amp;)(?=[~#}]|$)"

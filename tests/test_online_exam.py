@@ -6,19 +6,19 @@ page, and an accented one-letter symbol is written without parentheses."""
 import re
 import xml.etree.ElementTree as ElementTree
 
+import canvas_import as canvas
 import numpy as np
 import pytest
-
-import canvas_import as canvas
 from test_moodle import extract_question
-from generator.kinds import TYPES
-from generator.rendering.paper import DocumentInfo, answer_keys
-from generator.running.pipeline import solve_checked
+
 from generator.formats.qti import gives_away, render_qti
-from generator.rendering.render import DEFAULT_PROMPT
+from generator.formats.web import render_moodle
+from generator.kinds import TYPES
 from generator.kinds.sampling import draw_options, sample_set
 from generator.maths.steps import REGISTRY
-from generator.formats.web import render_moodle
+from generator.rendering.paper import DocumentInfo, answer_keys
+from generator.rendering.render import DEFAULT_PROMPT
+from generator.running.pipeline import solve_checked
 
 VERSIONS = 3
 

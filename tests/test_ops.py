@@ -9,20 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from generator.maths import engine
-from generator.maths import ops
-from generator.rendering import paper
-from generator.maths import steps
-from generator.maths.crosscheck import CrossCheckError, cross_check
-from generator.rendering.hints import NO_HINT, OpHint
-from generator.maths.marking import MARGIN, Tolerances, half_unit
-from generator.running.pipeline import solve_checked
-from generator.maths.spec import SpecError, spec_from_record
-from generator.rendering.template_files import BUILTIN_TEMPLATES
-from generator.formats.web import practice_data, practice_script
 from test_extending import q_follows_a_slip_before_it
 from test_web import needs_browser
+
+from generator.formats.web import practice_data, practice_script
+from generator.maths import engine, ops, steps
+from generator.maths.crosscheck import CrossCheckError, cross_check
+from generator.maths.marking import MARGIN, Tolerances, half_unit
+from generator.maths.spec import SpecError, spec_from_record
+from generator.rendering import paper
+from generator.rendering.hints import NO_HINT, OpHint
+from generator.rendering.template_files import BUILTIN_TEMPLATES
+from generator.running.pipeline import solve_checked
 
 GENERATOR = Path(__file__).resolve().parent.parent / "generator"
 

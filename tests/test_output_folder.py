@@ -17,7 +17,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import folder_files, unmount
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,14 +6,14 @@ import re
 import shutil
 
 import pytest
+from conftest import folder_files, module05_record, render
 from pypdf import PdfReader
 
-from conftest import folder_files, module05_record, render
-from generator.running.pipeline import solve_checked
-from generator.rendering.formatting import decimal_text
-from generator.pdf.build import compile_pdfs
-from generator.rendering.render import render_latex
 from generator.maths.spec import spec_from_record
+from generator.pdf.build import compile_pdfs
+from generator.rendering.formatting import decimal_text
+from generator.rendering.render import render_latex
+from generator.running.pipeline import solve_checked
 
 pytestmark = pytest.mark.skipif(
     shutil.which("pdflatex") is None and not os.environ.get("CI"),

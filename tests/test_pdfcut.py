@@ -14,14 +14,12 @@ from pathlib import Path
 import numpy
 import pikepdf
 import pytest
-from hypothesis import given, settings, strategies
 from fontTools.cffLib import CFFFontSet, TopDictDecompiler
 from fontTools.misc.psCharStrings import T1CharString
 from fontTools.pens.recordingPen import RecordingPen
+from hypothesis import given, settings, strategies
 
-from generator.pdf import cff
-from generator.pdf import pdfcut
-from generator.pdf import type1
+from generator.pdf import cff, pdfcut, type1
 from generator.rendering.render import BUILTIN_TEMPLATES
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from generator import kinds
 from test_extending import W, X, browser_page
 from test_web import fill, needs_browser
+
+from generator import kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gen-problems-pooling"

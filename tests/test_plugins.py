@@ -10,6 +10,7 @@ from dataclasses import replace
 from importlib.metadata import EntryPoint, EntryPoints
 
 import pytest
+from test_extending import SCALED_ONLY, W, X, spec_file
 
 from generator import kinds
 from generator.formats import FORMATS
@@ -17,7 +18,6 @@ from generator.maths import ops, steps
 from generator.rendering.render import ignored_overrides
 from generator.rendering.template_files import PLUGIN_TEMPLATES, add_template_folder
 from generator.running import plugins
-from test_extending import SCALED_ONLY, W, X, spec_file
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
-
-from generator.running.pipeline import solve_checked
-from generator.maths.spec import spec_from_record
 from test_extending import browser_page
 from test_web import fill, needs_browser
+
+from generator.maths.spec import spec_from_record
+from generator.running.pipeline import solve_checked
 
 
 @pytest.fixture(scope="module")

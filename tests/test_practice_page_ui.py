@@ -9,11 +9,11 @@ import re
 import subprocess
 
 import pytest
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
+from generator.maths.spec import spec_from_record
 from generator.rendering.formatting import decimal_text
 from generator.running.pipeline import solve_checked
-from generator.maths.spec import spec_from_record
-from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 pytestmark = needs_browser
 EVERY_TYPE = "full,row,mistake,permute,masked,heads,concept,backward,softmax-jacobian"

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 ALL_TYPES = "full,row,mistake,permute,masked,heads,concept,backward,softmax-jacobian"

@@ -2,10 +2,10 @@
 
 import numpy as np
 import sympy
+from conftest import make_solution
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_solution
 from generator.maths.crosscheck import attention_steps
 
 ENTRY = st.one_of(

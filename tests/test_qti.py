@@ -9,19 +9,19 @@ from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
+import canvas_import as canvas
 import numpy as np
 import pytest
-
-import canvas_import as canvas
 from test_marking import by_hand, rounded
-from generator.maths.engine import solve
+
+from generator.formats.qti import render_qti
 from generator.kinds import type_names
+from generator.kinds.sampling import draw_options, sample_set
+from generator.maths.engine import solve
 from generator.maths.marking import Tolerances
+from generator.maths.spec import MISTAKES, mistakes_that_fit
 from generator.rendering.paper import DocumentInfo, answer_keys
 from generator.running.pipeline import solve_checked
-from generator.formats.qti import render_qti
-from generator.kinds.sampling import draw_options, sample_set
-from generator.maths.spec import MISTAKES, mistakes_that_fit
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qti-small" / "qti.txt"
 QUIZ_TYPES = {"text_only_question", "numerical_question", "short_answer_question",

@@ -4,16 +4,16 @@ import json
 import re
 
 import numpy as np
-import sympy
 import pytest
+import sympy
+from conftest import make_question, torch_or_skip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import make_question, torch_or_skip
-from generator.rendering.formatting import decimal_text
-from generator.kinds.sampling import draw_options, sample_set
 from generator.kinds import default_mix, type_names
+from generator.kinds.sampling import draw_options, sample_set
 from generator.maths.spec import MISTAKES, SpecError
+from generator.rendering.formatting import decimal_text
 
 QUESTION_TYPES = type_names()
 

@@ -9,12 +9,12 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-
 from conftest import folder_files
-from generator.pdf.build import UNICODE_PACKAGES
-from generator.running.roster import load_roster
+
 from generator.maths.spec import SpecError
+from generator.pdf.build import UNICODE_PACKAGES
 from generator.pdf.typesetting import PDFLATEX_RANGES, typeset_with_pdflatex, typesetting_for
+from generator.running.roster import load_roster
 
 ROSTERS = Path(__file__).resolve().parent / "rosters"
 ROOT = ROSTERS.parent.parent

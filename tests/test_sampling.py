@@ -9,10 +9,10 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.running.pipeline import solve_checked
 from generator.kinds.sampling import PRESETS, draw_options, sample_problem, sample_set
 from generator.maths.spec import SpecError
 from generator.maths.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
+from generator.running.pipeline import solve_checked
 
 
 def entries(spec, name):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import sympy
-
 from conftest import SEEDS, make_solution, module05_record, torch_or_skip
+
 from generator.rendering.formatting import decimal_text
 
 # Printed in the seed with numpy at 3 decimals (the output at 4).

@@ -1,8 +1,8 @@
 """Golden test of seed 000: the two-token worked example, every printed number."""
 
 import sympy
-
 from conftest import WORKED_EXAMPLE, make_question, make_solution, render
+
 from generator.rendering.formatting import decimal_text
 from generator.rendering.render import render_markdown
 

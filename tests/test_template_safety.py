@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.running import private
-from generator.rendering import render
 from generator.formats import web
+from generator.rendering import render
+from generator.running import private
 
 PAYLOAD = "__import__('pathlib').Path({marker!r}).touch()"
 

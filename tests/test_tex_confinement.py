@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pikepdf
 import pytest
-
 from conftest import unmount
+
 from generator.pdf import texjail
 from generator.pdf.texconfine import font_key, templates_digest
 from generator.pdf.texrun import raise_if_disk_full

@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import folder_files
+
 from generator.pdf import texformat
 from generator.pdf.build import compile_pdfs
 
@@ -272,9 +272,9 @@ def test_a_record_naming_no_cached_format_starts_nothing(tmp_path, monkeypatch, 
 
 def test_a_run_that_fails_while_tex_waits_leaves_no_tex_and_the_old_files(run_cli, tmp_path, roster,
                                                                            monkeypatch):
-    from generator.running import scheduler
     from generator.maths.spec import SpecError
     from generator.pdf.texrun import RUNNING
+    from generator.running import scheduler
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     first = outputs(run_cli, tmp_path / "out", roster)
     waiting = []

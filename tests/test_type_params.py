@@ -7,15 +7,15 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
+from test_extending import spec_file  # a TOML spec file of these keys
 
 from generator import kinds
-from generator.maths.engine import solve
 from generator.formats.export import spec_record
 from generator.kinds import GIVEN, Param, QuestionType
 from generator.kinds.questions import SETUP, Question, given_steps, lettered, step_parts
 from generator.kinds.sampling import draw_options, sample_set
+from generator.maths.engine import solve
 from generator.maths.spec import SpecError, one_based, spec_from_record
-from test_extending import spec_file  # a TOML spec file of these keys
 
 X = [[1, 0], [0, 1], [1, 1]]
 W = {"W_Q": [[1, 2], [0, 1]], "W_K": [[1, 0], [1, 1]], "W_V": [[2, 0], [0, 1]]}

@@ -16,13 +16,13 @@ from decimal import ROUND_HALF_UP, Decimal
 from html.parser import HTMLParser
 
 import pytest
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
-from generator.maths import steps
 from generator.cli import main
 from generator.kinds import TYPES, type_names
-from generator.rendering.prose import plain_maths
 from generator.kinds.questions import ATTENTION, SETUP
-from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
+from generator.maths import steps
+from generator.rendering.prose import plain_maths
 
 ALL_TYPES = ",".join(type_names())
 RUNS = {  # a plain set, and one without a calculator (a backward question's lean row)

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from generator.running.pipeline import solve_checked
-from generator.rendering.formatting import decimal_text
 from generator.maths.spec import spec_from_record
+from generator.rendering.formatting import decimal_text
+from generator.running.pipeline import solve_checked
 
 CHROMIUM = shutil.which("chromium")
 needs_browser = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),

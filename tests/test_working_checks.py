@@ -11,13 +11,13 @@ import re
 from decimal import ROUND_HALF_UP, Decimal, getcontext
 
 import pytest
-
 from conftest import make_question, render
-from generator.running.pipeline import solve_checked
+
+from generator.kinds import type_names
+from generator.kinds.sampling import draw_options, sample_set
 from generator.rendering.paper import DocumentInfo
 from generator.rendering.render import render_markdown
-from generator.kinds.sampling import draw_options, sample_set
-from generator.kinds import type_names
+from generator.running.pipeline import solve_checked
 
 QUESTION_TYPES = type_names()
 
@@ -169,8 +169,8 @@ def test_the_issues_own_example_now_adds_up():
 
 @pytest.mark.parametrize("decimals", [2, 4])
 def test_no_calculator_keys_check_too_with_the_tables_own_values(decimals):
-    from generator.rendering.formatting import table_places
     from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
+    from generator.rendering.formatting import table_places
     options = draw_options("medium", decimals=decimals, no_calculator=True)
     types = tuple(t for t in QUESTION_TYPES if t != "heads")
     questions = [solve_checked(spec) for spec in sample_set(options, 13, 30, types=types)]

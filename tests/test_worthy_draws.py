@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from generator.kinds.budget import forms
 from generator.kinds import type_names
-from generator.running.pipeline import solve_checked
+from generator.kinds.budget import forms
 from generator.kinds.sampling import draw_options, draw_problem, why_not_drawable
+from generator.running.pipeline import solve_checked
 
 # Steps whose rows are the queries' work, one row a query (a head's and the lone row's too).
 PER_QUERY = {"Q", "scores", "scaled", "weights", "output", "concat", "projected",

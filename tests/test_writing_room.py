@@ -13,9 +13,9 @@ from statistics import median
 
 import pytest
 
+from generator.maths.spec import spec_from_record
 from generator.rendering.paper import part_seconds, writing_lines
 from generator.running.pipeline import solve_checked
-from generator.maths.spec import spec_from_record
 
 pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
                                 reason="needs pdflatex and pdftotext")

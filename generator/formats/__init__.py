@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from generator.formats.export import problems_json
-from generator.rendering.paper import Paper
-from generator.rendering.paper import DocumentInfo
+from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.render import paper_documents
 from generator.rendering.sinks import IN_MEMORY, Content, Job, Sink
 

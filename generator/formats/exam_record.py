@@ -23,13 +23,13 @@ from pathlib import Path
 
 import sympy
 
-from generator.running import inputs
 from generator.maths.exact import parse_exact
+from generator.maths.spec import ProblemSpec, SpecError, read_user_file, recorded_spec
 from generator.rendering.paper import HEADER_FIELDS, DocumentInfo, header_fields
+from generator.rendering.teacher_text import text_fault
+from generator.running import inputs
 from generator.running.pipeline import shell_word
 from generator.running.roster import MAX_STUDENTS, Student
-from generator.maths.spec import ProblemSpec, SpecError, read_user_file, recorded_spec
-from generator.rendering.teacher_text import text_fault
 
 RECORD = "problems.json"
 # What a record keeps of its documents' DocumentInfo: everything but the seed and decimals

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import sympy
 
-from generator.maths.exact import to_float
 from generator.formats.exam_record import run_record
-from generator.rendering.formatting import exact_text
 from generator.kinds import TYPES
-from generator.rendering.paper import Paper
 from generator.kinds.questions import Question
+from generator.maths.exact import to_float
 from generator.maths.spec import ProblemSpec
-from generator.rendering.paper import DocumentInfo
+from generator.rendering.formatting import exact_text
+from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.sinks import IN_MEMORY, Sink
 
 

@@ -32,13 +32,13 @@ from pathlib import Path
 
 from markupsafe import escape
 
+from generator.formats.web import web_environment, written_symbol
 from generator.maths import steps
-from generator.rendering.formatting import plain_entry_text, plain_maths, shape_forms
 from generator.maths.marking import Tolerances
+from generator.rendering.formatting import plain_entry_text, plain_maths, shape_forms
 from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.render import rendered_pieces
 from generator.rendering.sinks import IN_MEMORY, Sink
-from generator.formats.web import web_environment, written_symbol
 
 SMALL_STEP = 6  # a step of at most this many entries is asked whole; a larger one, one row
 CANVAS_PLACES = 4  # Canvas keeps an answer to 4 decimal places, and rounds what is typed to them

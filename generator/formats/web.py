@@ -18,18 +18,17 @@ from pathlib import Path
 
 from markupsafe import Markup, escape
 
+from generator.maths import ops, steps
+from generator.maths.marking import Tolerances, slips
 from generator.rendering import formatting as fmt
-from generator.rendering.paper import DocumentInfo, Paper
-from generator.maths import ops
-from generator.maths import steps
 from generator.rendering.hints import hint_of, pick_hint
+from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.prose import mathml, plain_maths, spoken
 from generator.rendering.render import add_prose, markdown_environment, rendered_pieces
-from generator.rendering.template_files import template_source
-from generator.running.inputs import InputError
-from generator.maths.marking import Tolerances, slips
 from generator.rendering.sinks import IN_MEMORY, Sink
 from generator.rendering.teacher_text import cloze_literal
+from generator.rendering.template_files import template_source
+from generator.running.inputs import InputError
 
 PRACTICE_SCRIPT = "html/practice.js"  # found along the template folders, as a template is
 # The line of practice.js's OPS table that each registered op's script face takes the place of.

@@ -9,17 +9,26 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
+from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
+from generator.kinds.places import PLACES, SHORT_PLACES, rounded_units, to_places
+from generator.kinds.questions import (
+    SETUP,
+    TIE,
+    Part,
+    Question,
+    answer_with_slips,
+    given_steps,
+    lettered,
+    shuffled_item,
+    step_parts,
+)
+from generator.kinds.row import ROW
 from generator.maths.crosscheck import attention_steps
 from generator.maths.engine import Solution, Step, run, solve
 from generator.maths.exact import shown as shown_text
-from generator.kinds.questions import (SETUP, TIE, Part, Question, answer_with_slips, given_steps, lettered,
-                         shuffled_item, step_parts)
 from generator.maths.spec import SpecError
 from generator.maths.steps import PIPELINE, REGISTRY, given_def, symbol
 from generator.maths.worthiness import gradients_are_worthy
-from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
-from generator.kinds.places import PLACES, SHORT_PLACES, rounded_units, to_places
-from generator.kinds.row import ROW
 
 # Steps asked together in one part; every other gradient of the plan is a part of its own.
 TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))

@@ -21,9 +21,16 @@ from dataclasses import replace
 from typing import Callable, NamedTuple
 
 from generator.kinds import TYPES
-from generator.rendering.paper import ExamProblem
-from generator.kinds.sampling import DrawOptions, Form, draw_problem, form_of, options_for, why_not_drawable
+from generator.kinds.sampling import (
+    DrawOptions,
+    Form,
+    draw_problem,
+    form_of,
+    options_for,
+    why_not_drawable,
+)
 from generator.maths.spec import SpecError
+from generator.rendering.paper import ExamProblem
 
 SMALLEST = 2  # the fewest tokens, and the narrowest width, a sized problem keeps
 # The longest a problem of a sized paper takes, whatever the budget: courses examine these

@@ -10,11 +10,11 @@ from dataclasses import replace
 import numpy as np
 import sympy
 
-from generator.maths.engine import Num, Step, run, solve
-from generator.kinds.questions import ConceptItem, Part, Question, lettered, the_top_key
-from generator.maths.steps import plan_for
 from generator.kinds import GIVEN, QuestionType, register
+from generator.kinds.questions import ConceptItem, Part, Question, lettered, the_top_key
 from generator.kinds.row import ROW, draw_row
+from generator.maths.engine import Num, Step, run, solve
+from generator.maths.steps import plan_for
 
 # One choice of an item, written by its topic (``choice`` and ``item`` are at hand).
 CHOICE = (r"{% if item.topic == 'top-attention' %}{{ 'key' if spec.cross else 'token' }} "

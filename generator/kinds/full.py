@@ -3,9 +3,9 @@ output, one part per step (Q, K and V together), each with its registry marks.""
 
 from __future__ import annotations
 
-from generator.maths.engine import solve
-from generator.kinds.questions import ATTENTION, SETUP, Question, given_steps, lettered, step_parts
 from generator.kinds import GIVEN, QuestionType, register
+from generator.kinds.questions import ATTENTION, SETUP, Question, given_steps, lettered, step_parts
+from generator.maths.engine import solve
 
 TOGETHER = ("Q", "K", "V")  # one part; every other step of the plan is a part of its own
 # Sized to a budget: Q, K and V given, then fewer tokens, narrower values and keys.

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.maths.engine import Step, run, solve
-from generator.kinds.questions import Part, Pick, Question, given_steps, lettered
-from generator.maths.spec import MAX_DIMENSION, ProblemSpec, one_based
-from generator.maths.steps import REGISTRY, given_def, register as register_step
-from generator.maths.worthiness import heads_are_readable
 from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
-from generator.kinds.places import PLACES, short_places, to_places
 from generator.kinds.full import PROMPTS
+from generator.kinds.places import PLACES, short_places, to_places
+from generator.kinds.questions import Part, Pick, Question, given_steps, lettered
+from generator.maths.engine import Step, run, solve
+from generator.maths.spec import MAX_DIMENSION, ProblemSpec, one_based
+from generator.maths.steps import REGISTRY, given_def
+from generator.maths.steps import register as register_step
+from generator.maths.worthiness import heads_are_readable
 
 HEADS = 2
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.kinds.questions import ATTENTION, SETUP
 from generator.kinds import GIVEN, QuestionType, register
 from generator.kinds.full import PROMPTS, SHRINKS, full_question
+from generator.kinds.questions import ATTENTION, SETUP
 
 
 def _masked_only(spec) -> str | None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.maths.engine import Solution, solve
+from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
 from generator.kinds.questions import SETUP, ConceptItem, Part, Question, given_steps, lettered
+from generator.maths.engine import Solution, solve
 from generator.maths.exact import shown
 from generator.maths.spec import MISTAKES, SpecError, mistakes_that_fit
 from generator.maths.steps import plan, symbol
 from generator.maths.worthiness import visible_mistakes
-from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
 
 # What the student did wrong, said in the key after naming the step.
 EXPLANATIONS = {

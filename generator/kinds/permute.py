@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.maths.engine import Step, solve
-from generator.kinds.questions import (SETUP, ConceptItem, Part, Pick, Question, given_steps, lettered,
-                         shuffled_item)
-from generator.maths.spec import SpecError, one_based
 from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
+from generator.kinds.questions import (
+    SETUP,
+    ConceptItem,
+    Part,
+    Pick,
+    Question,
+    given_steps,
+    lettered,
+    shuffled_item,
+)
+from generator.maths.engine import Step, solve
+from generator.maths.spec import SpecError, one_based
 
 SWAPPED = "tokens {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
 ROWS = "rows {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
+from generator.kinds import Param
 from generator.maths.engine import Num
 from generator.maths.exact import shown as shown_text
 from generator.maths.spec import SpecError
-from generator.kinds import Param
 
 SHORT_PLACES = 2  # without a calculator, the row of weights a is given to two places
 

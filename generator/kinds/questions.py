@@ -15,8 +15,8 @@ from typing import Mapping
 
 import numpy as np
 
-from generator.maths.engine import Num, Solution, Step
 from generator.kinds import TYPES
+from generator.maths.engine import Num, Solution, Step
 from generator.maths.spec import ProblemSpec, SpecError
 from generator.maths.steps import REGISTRY
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.maths.engine import Solution, Step, run, solve
+from generator.kinds import SHOWN, Param, QuestionType, register
 from generator.kinds.questions import ConceptItem, Part, Question, lettered, the_top_key
+from generator.maths.engine import Solution, Step, run, solve
 from generator.maths.spec import one_based
 from generator.maths.steps import plan
 from generator.maths.worthiness import clear_top_tokens
-from generator.kinds import SHOWN, Param, QuestionType, register
 
 
 def row_question(spec) -> Question:

@@ -20,10 +20,10 @@ from functools import lru_cache
 import numpy as np
 import sympy
 
-from generator.running.exam_key import problem_code, seed_words
 from generator.kinds import TYPES
 from generator.maths.spec import MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
 from generator.maths.worthiness import Candidate, is_exam_worthy, scaled_scores_in
+from generator.running.exam_key import problem_code, seed_words
 
 EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")

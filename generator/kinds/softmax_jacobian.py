@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.maths.engine import Step, run, solve
-from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
-from generator.maths.steps import REGISTRY
 from generator.kinds import SHOWN, QuestionType, register
 from generator.kinds.backward import short_weights, upstream_and_steps, weights_row
 from generator.kinds.places import PLACES, rounded_units
+from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from generator.kinds.row import ROW
+from generator.maths.engine import Step, run, solve
+from generator.maths.steps import REGISTRY
 
 REASONS = (
     ("The weights of a row always add up to 1: whatever a change of the scores gives one "

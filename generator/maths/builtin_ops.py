@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.maths import crosscheck
-from generator.maths import engine
-from generator.rendering import hints
-from generator.maths import marking
-from generator.rendering import paper
-from generator.maths import steps
-from generator.maths.ops import (DEFAULT_TEMPLATES, NO_SCRIPT, Op, not_computed, register_op, script_file,
-                                 working_templates)
+from generator.maths import crosscheck, engine, marking, steps
+from generator.maths.ops import (
+    DEFAULT_TEMPLATES,
+    NO_SCRIPT,
+    Op,
+    not_computed,
+    register_op,
+    script_file,
+    working_templates,
+)
+from generator.rendering import hints, paper
 
 
 def built_in(name: str, exact, numeric, tolerance, hint, seconds, drawn_by_own=True, **faces) -> Op:

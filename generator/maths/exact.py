@@ -15,8 +15,19 @@ import reprlib
 from functools import lru_cache
 
 import sympy
-from mpmath.libmp import (fone, from_int, mpf_add, mpf_div, mpf_e, mpf_exp, mpf_mul, mpf_pow_int,
-                          mpf_sign, mpf_sqrt, round_nearest)
+from mpmath.libmp import (
+    fone,
+    from_int,
+    mpf_add,
+    mpf_div,
+    mpf_e,
+    mpf_exp,
+    mpf_mul,
+    mpf_pow_int,
+    mpf_sign,
+    mpf_sqrt,
+    round_nearest,
+)
 from mpmath.libmp import to_float as mpmath_float
 
 ALLOWED = "numbers, + - * / ^, parentheses and sqrt(...)"

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import sympy
 
+from generator.kinds.questions import TIE
 from generator.maths.engine import Num, Step
 from generator.rendering.formatting import decimal_text
-from generator.kinds.questions import TIE
 
 MORE_PLACES = 8  # at most this many places beyond the key's own to tell two weights apart
 

@@ -99,7 +99,7 @@ def registered() -> dict[str, Op]:
     """Every registered op by name, the built-in ones first (imported on first use, see the
     module's docstring)."""
     if not OPS:
-        from generator.maths import builtin_ops
+        from generator.maths import builtin_ops  # noqa: F401 (importing it registers them)
     return OPS
 
 

@@ -20,12 +20,12 @@ from typing import Mapping
 
 import sympy
 
-from generator.running import inputs
 from generator import kinds
 from generator.maths import steps
 from generator.maths.exact import parse_exact, shown
 from generator.maths.steps import MISTAKES
 from generator.rendering.teacher_text import text_fault
+from generator.running import inputs
 
 Matrix = tuple[tuple[sympy.Expr, ...], ...]
 

@@ -23,14 +23,24 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from generator.rendering.paper import Paper
 from generator.pdf.pdfcut import cut_papers
 from generator.pdf.texconfine import lualatex_environment
-from generator.pdf.texrun import (TEX_TIMEOUT_SECONDS, Compiled, TexError, raise_if_disk_full,
-                                  read_compiled, run_tex, start_tex, stop_all, stop_tex,
-                                  tex_command, tex_environment)
 from generator.pdf.texformat import BEGIN_DOCUMENT, format_for, last_used, remember
+from generator.pdf.texrun import (
+    TEX_TIMEOUT_SECONDS,
+    Compiled,
+    TexError,
+    raise_if_disk_full,
+    read_compiled,
+    run_tex,
+    start_tex,
+    stop_all,
+    stop_tex,
+    tex_command,
+    tex_environment,
+)
 from generator.pdf.typesetting import FONT_PACKAGES, engine_of, missing_characters
+from generator.rendering.paper import Paper
 
 TEX_PACKAGES = "texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
 UNICODE_PACKAGES = f"texlive-luatex {FONT_PACKAGES}"

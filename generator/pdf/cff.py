@@ -70,7 +70,9 @@ class Strings:
     added, and named by its number (SID)."""
 
     def __init__(self) -> None:
-        from fontTools.cffLib import cffStandardStringMapping  # only papers are cut: only they load it
+        from fontTools.cffLib import (
+            cffStandardStringMapping,  # only papers are cut: only they load it
+        )
 
         self.standard = cffStandardStringMapping
         self.added: list[bytes] = []

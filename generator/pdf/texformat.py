@@ -27,8 +27,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from generator.running.private import last_used_time, mark_used, private_cache
 from generator.pdf.texjail import jailed
+from generator.running.private import last_used_time, mark_used, private_cache
 
 BEGIN_DOCUMENT = "\\begin{document}"
 # mylatexformat would load some thirty fonts into the format before the document does,

@@ -22,9 +22,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.running.private import cache_home
 from generator.pdf.texconfine import CONFINE_LUA, engine_options
 from generator.pdf.texjail import jailed
+from generator.running.private import cache_home
 
 TEX_TIMEOUT_SECONDS = 300
 # Paranoid file access: TeX may read and write only in its own folder (and TEXMFOUTPUT,

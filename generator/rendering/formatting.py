@@ -13,8 +13,8 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
-from decimal import ROUND_HALF_UP, Decimal
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
 import sympy
@@ -23,6 +23,7 @@ from sympy.printing.str import StrPrinter
 from generator.maths import steps
 from generator.maths.engine import Num
 from generator.rendering.prose import plain_maths
+
 
 class _RememberingPrinter(StrPrinter):
     """sympy's str printer, remembering what it printed: an output entry repeats its

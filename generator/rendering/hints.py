@@ -13,9 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from generator.maths import ops, steps
 from generator.rendering import formatting as fmt
-from generator.maths import ops
-from generator.maths import steps
 
 PICKED = "read it off the matrices shown above, in the new order."
 

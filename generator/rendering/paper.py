@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from generator.kinds.questions import Question
 from generator.maths import ops
 from generator.maths.exact import shown
-from generator.kinds.questions import Question
-from generator.running.roster import Student
 from generator.maths.spec import SpecError, parse_toml, read_user_file
 from generator.rendering.teacher_text import text_fault
-
+from generator.running.roster import Student
 
 # Seconds a student takes by hand for each thing a step asks them to write: (with a calculator,
 # without one).  Without one (--no-calculator) an exponential is read off the printed table, a

@@ -29,21 +29,24 @@ import sympy
 from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 
-from generator.rendering import formatting as fmt
-from generator.maths import insight
-from generator.maths import ops
-from generator.maths import steps
-from generator.maths.engine import Num
 from generator.kinds import TYPES
-from generator.rendering.prose import (PRINTERS, ProseRenderer, SourceLoader, TypeProse, plain_maths,
-                                       prose_file_of)
-from generator.rendering.paper import DocumentInfo, Paper, writing_lines
-from generator.rendering.teacher_text import markdown_code_span, markdown_literal
-from generator.running.private import private_cache
-from generator.rendering.sinks import IN_MEMORY, Job, Sink
-from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader, template_folders
+from generator.maths import insight, ops, steps
+from generator.maths.engine import Num
 from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
-
+from generator.rendering import formatting as fmt
+from generator.rendering.paper import DocumentInfo, Paper, writing_lines
+from generator.rendering.prose import (
+    PRINTERS,
+    ProseRenderer,
+    SourceLoader,
+    TypeProse,
+    plain_maths,
+    prose_file_of,
+)
+from generator.rendering.sinks import IN_MEMORY, Job, Sink
+from generator.rendering.teacher_text import markdown_code_span, markdown_literal
+from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader, template_folders
+from generator.running.private import private_cache
 
 # Each paper format's documents, in the order they are written (LaTeX's key first: it is the
 # longer TeX run), and the papers each prints.

@@ -23,7 +23,13 @@ from pathlib import Path
 import jinja2
 from jinja2.loaders import split_template_path
 
-from generator.running.inputs import MAX_TEMPLATE_BYTES, InputError, check_folder, checked_files, read_text
+from generator.running.inputs import (
+    MAX_TEMPLATE_BYTES,
+    InputError,
+    check_folder,
+    checked_files,
+    read_text,
+)
 
 WHAT = "a template"
 # In the repository (and an editable install) the templates are at its top; an installed

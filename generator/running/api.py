@@ -20,24 +20,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from generator.formats.exam_record import (RecordedExam, kept_folder, recorded_documents, recorded_exam,
-                          set_again_command)
 from generator.formats import FORMATS, chosen, owned_folders, owned_names
+from generator.formats.exam_record import (
+    RecordedExam,
+    kept_folder,
+    recorded_documents,
+    recorded_exam,
+    set_again_command,
+)
+from generator.kinds.questions import Question
+from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
+from generator.maths.spec import ProblemSpec
 from generator.rendering.formatting import table_places
+from generator.rendering.paper import DocumentInfo, header_fields
+from generator.rendering.render import ignored_overrides
+from generator.rendering.template_files import teacher_templates
 from generator.running.inputs import refuse_loop
 from generator.running.options import DEFAULT_DECIMALS, Options
 from generator.running.output import OutputFolder
-from generator.running.plugins import load_plugins
-from generator.rendering.paper import DocumentInfo, header_fields
 from generator.running.pipeline import draw_command, problem_sets, softmax_steps
+from generator.running.plugins import load_plugins
 from generator.running.progress import RunProgress
-from generator.running.scheduler import Scheduler, choose_mode
-from generator.kinds.questions import Question
-from generator.rendering.render import ignored_overrides
 from generator.running.roster import Student, load_roster
-from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
-from generator.maths.spec import ProblemSpec
-from generator.rendering.template_files import teacher_templates
+from generator.running.scheduler import Scheduler, choose_mode
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,9 @@ def format_notes(options: Options, versions: int) -> list[str]:
     """What the teacher should know before importing the Canvas package or the Moodle bank."""
     notes = []
     if "qti" in options.formats:
-        from generator.formats.qti import package_notes  # loaded only by a run that writes the package
+        from generator.formats.qti import (
+            package_notes,  # loaded only by a run that writes the package
+        )
         notes += package_notes(versions)
     if "moodle" in options.formats:
         from generator.formats.web import moodle_notes  # loaded only by a run that writes the bank

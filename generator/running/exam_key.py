@@ -19,9 +19,9 @@ import secrets
 import stat
 from pathlib import Path
 
+from generator.maths.spec import SpecError
 from generator.running.inputs import MAX_KEY_BYTES, read_bytes
 from generator.running.private import config_home, make_private_folder
-from generator.maths.spec import SpecError
 
 KEY_BYTES = 32
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from generator.maths.exact import parse_exact
-from generator.running.inputs import check_folder
 from generator.kinds import default_mix, type_names
-from generator.rendering.paper import HEADER_FIELDS
-from generator.running.roster import MAX_STUDENTS
 from generator.kinds.sampling import EMBEDDINGS, MASK_CHOICES, MAX_SEED, PRESETS, WEIGHTS
+from generator.maths.exact import parse_exact
+from generator.rendering.paper import HEADER_FIELDS
+from generator.running.inputs import check_folder
+from generator.running.roster import MAX_STUDENTS
 
 if TYPE_CHECKING:
     import sympy
@@ -346,7 +346,9 @@ class Options:
         if self.templates:
             check_folder(self.templates, "--templates")
         if self.pdf:
-            from generator.pdf.build import require_tex  # the PDF stack, loaded only by a run that asks for it
+            from generator.pdf.build import (
+                require_tex,  # the PDF stack, loaded only by a run that asks for it
+            )
             require_tex()
         return self
 

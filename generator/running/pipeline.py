@@ -16,17 +16,30 @@ from dataclasses import fields, replace
 from functools import partial
 from pathlib import Path
 
-from generator.maths.crosscheck import cross_check
-from generator.maths.exact import to_float
-from generator.running.exam_key import load_or_create_key
+from generator.kinds import default_mix
 from generator.kinds.budget import Budget, fit
 from generator.kinds.questions import Question, build_question
-from generator.kinds.sampling import (DrawOptions, difficulty_of, draw_options, drawable_types, sample_problem,
-                       sample_set)
-from generator.kinds import default_mix
-from generator.running.options import (DECLARED, DEFAULT_COUNT, DEFAULT_DECIMALS, MAX_COUNT,  # noqa: F401
-                      OPTIONS, Options, given)
+from generator.kinds.sampling import (
+    DrawOptions,
+    difficulty_of,
+    draw_options,
+    drawable_types,
+    sample_problem,
+    sample_set,
+)
+from generator.maths.crosscheck import cross_check
+from generator.maths.exact import to_float
 from generator.maths.spec import ProblemSpec, SpecError, load_recorded_problem, load_spec_file
+from generator.running.exam_key import load_or_create_key
+from generator.running.options import (  # noqa: F401
+    DECLARED,
+    DEFAULT_COUNT,
+    DEFAULT_DECIMALS,
+    MAX_COUNT,
+    OPTIONS,
+    Options,
+    given,
+)
 
 MAX_TOTAL_PROBLEMS = 5000
 # The options that override the preset: each a field of DrawOptions of the same name.

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gen_problems_pooling import TEMPLATES
 from generator import kinds
 from generator.kinds.full import SHRINKS, TOGETHER
 from generator.kinds.questions import TIE, ConceptItem, Question, given_steps, lettered, step_parts
@@ -21,8 +22,6 @@ from generator.maths.crosscheck import attention_steps
 from generator.maths.engine import run
 from generator.maths.spec import SpecError, one_based
 from generator.rendering.template_files import add_template_folder
-
-from gen_problems_pooling import TEMPLATES
 
 NAME = "sentence-vector"
 
