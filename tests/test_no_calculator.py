@@ -97,6 +97,7 @@ def test_every_exponential_is_in_the_table(sets, name):
 def test_every_division_is_a_quotient_of_table_values_or_a_halving(sets, name):
     folder = sets[name]
     values = set(table(folder).values()) | {"0", "1"}
+    previous = ""  # the line before: a softmax row's exponentials, above its weights
     for line in key_lines(folder):
         if line.startswith("  → by hand"):  # an output row as one quotient of table values
             assert_quotient_of_table_values(line, values)

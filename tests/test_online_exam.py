@@ -7,7 +7,6 @@ import re
 import xml.etree.ElementTree as ElementTree
 
 import canvas_import as canvas
-import numpy as np
 import pytest
 from test_moodle import extract_question
 

@@ -211,7 +211,9 @@ def step_graph(question) -> dict:
     graph = {}
     for prefix, solution in question.worked:
         named = partial(_prefixed, prefix)
-        sym = lambda name, named=named: plain_symbol(named(name))
+
+        def sym(name, named=named):
+            return plain_symbol(named(name))
         before = {s.name: s for s in solution.plan if not s.is_given}.get
         for step in solution.plan:
             if not step.is_given:

@@ -73,7 +73,7 @@ def fit(budget: Budget, types: tuple[str, ...], options: DrawOptions, seed: int,
         ladders = ladders_for(types * repeats)
         at_most(ladders, LONGEST.get(budget.name))
     while sum(ladder.cost for ladder in ladders) > budget.limit:
-        longest = max((ladder for ladder in ladders if not ladder.shortest), key=lambda l: l.cost,
+        longest = max((ladder for ladder in ladders if not ladder.shortest), key=lambda ladder: ladder.cost,
                       default=None)
         if longest is None:
             raise SpecError(too_little(budget, ladders))

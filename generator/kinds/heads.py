@@ -76,8 +76,9 @@ def split_pick(step, head: int) -> Pick:
     rows, columns = tuple(range(step.shape[0])), tuple(_block(step, head - 1))
     other = HEADS + 1 - head
     return Pick(f"head{head}.{step.name}", step.name, rows, columns, (
-        (rows, tuple(_block(step, other - 1)), f"this is head {other}'s block: head {head} takes "
-                                              f"columns {columns[0] + 1} to {columns[-1] + 1} of {step.name}"),))
+        (rows, tuple(_block(step, other - 1)),
+         f"this is head {other}'s block: head {head} takes "
+         f"columns {columns[0] + 1} to {columns[-1] + 1} of {step.name}"),))
 
 
 def _block(step, head: int) -> range:

@@ -71,7 +71,8 @@ class Tolerances:
                 else:
                     inputs = [values[i] for i in step_def.inputs]
                     spec = solution.spec
-                    typed = [_typed_error(i, x, question.spec, self.u) for i, x in zip(step_def.inputs, inputs)]
+                    typed = [_typed_error(i, x, question.spec, self.u)
+                             for i, x in zip(step_def.inputs, inputs)]
                     own = propagate(step_def, inputs, typed, self.u, spec)
                     carried = propagate(step_def, inputs, [chain[i] for i in step_def.inputs], self.u, spec)
                     chain[step.name] = _bounded(carried + self.u)
@@ -220,10 +221,11 @@ def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]
               {"inputs": list(step.inputs[::-1])}]
     if step.mixed_up:
         turned.append({"inputs": [step.inputs[0], step.mixed_up]})
-    change = lambda c: {"op": "product", **c}
-    said = lambda c: text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),
-                          c.get("transpose", step.transpose))
-    return [(change(c), f"this is {said(c)}, not {right}") for c in turned]
+
+    def said(c):
+        return text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),
+                    c.get("transpose", step.transpose))
+    return [({"op": "product", **c}, f"this is {said(c)}, not {right}") for c in turned]
 
 
 def scaling_slips(step, sym, spec, before, whole=None):

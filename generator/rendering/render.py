@@ -45,7 +45,11 @@ from generator.rendering.prose import (
 )
 from generator.rendering.sinks import IN_MEMORY, Job, Sink
 from generator.rendering.teacher_text import markdown_code_span, markdown_literal
-from generator.rendering.template_files import BUILTIN_TEMPLATES, CheckedLoader, template_folders
+from generator.rendering.template_files import (
+    BUILTIN_TEMPLATES,  # noqa: F401 (not used here: the tests read render.BUILTIN_TEMPLATES)
+    CheckedLoader,
+    template_folders,
+)
 from generator.running.private import private_cache
 
 # Each paper format's documents, in the order they are written (LaTeX's key first: it is the

@@ -9,9 +9,9 @@ plugin ships the files of its own ops and types, and neither edits the built-in 
 
 A teacher's folder is looked over before anything is solved (``teacher_templates``):
 a link that loops or leads out of the folder, a FIFO or a device in it, or a file far
-larger than any template, is refused in one line naming it (``inputs.InputError``).  Each template is then read
-by ``CheckedLoader``, Jinja's ``FileSystemLoader`` reading through ``inputs``: a
-template that is not UTF-8 text is refused in one line naming it, not a traceback.
+larger than any template, is refused in one line naming it (``inputs.InputError``).  Each
+template is then read by ``CheckedLoader``, Jinja's ``FileSystemLoader`` reading through
+``inputs``: a template that is not UTF-8 text is refused in one line naming it, not a traceback.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from gen_problems_pooling import TEMPLATES
 from generator.maths import ops
 from generator.maths.engine import Num, Step
 from generator.rendering import formatting as fmt
-from generator.rendering import paper
 from generator.rendering.hints import OpHint
 from generator.rendering.template_files import add_template_folder
 
