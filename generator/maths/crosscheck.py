@@ -34,38 +34,48 @@ def _factor(step: StepDef, scale: float | None, d_k: int) -> float:
 # Each op's numeric face (see ops, builtin_ops): numpy's own arithmetic, sharing none with the
 # engine's: (step_def, *input arrays, scale, d_k) -> the step's values.
 def numpy_product(step, a, b, **_):
+    """The product's numeric face: a @ b, either side transposed as the step says."""
     return (a.T if step.transpose_left else a) @ (b.T if step.transpose else b)
 
 
 def numpy_scaling(step, a, scale, d_k):
+    """The scaling's numeric face: a times the step's factor (1/sqrt(d_k), the spec's scale, 1 or
+    1/d_k)."""
     return a * _factor(step, scale, d_k)
 
 
 def numpy_masking(step, a, **_):
+    """The causal mask's numeric face: -inf above the diagonal, where key j comes after query i."""
     return np.where(np.triu(np.ones(a.shape, dtype=bool), k=1), -np.inf, a)
 
 
 def numpy_softmax(step, a, **_):
+    """The softmax's numeric face: along each row, or down each column where the step says so."""
     return _softmax(a, axis=0 if step.by_columns else 1)
 
 
 def numpy_blend(step, a, b, **_):
+    """The blend's numeric face: the weights times the values, a @ b."""
     return a @ b
 
 
 def numpy_add(step, *terms, **_):
+    """The sum's numeric face: the terms added entry by entry."""
     return sum(terms[1:], terms[0])
 
 
 def numpy_softmax_backward(step, a, g, **_):
+    """The softmax backward pass's numeric face: a_ij (g_ij - sum_k a_ik g_ik)."""
     return a * (g - (a * g).sum(axis=1, keepdims=True))
 
 
 def numpy_jacobian(step, a, **_):
+    """The softmax Jacobian's numeric face, of a one-row a: diag(a) - a^T a."""
     return np.diag(a[0]) - np.outer(a[0], a[0])
 
 
 def numpy_concat(step, *parts, **_):
+    """The heads' concatenation's numeric face: the parts side by side."""
     return np.hstack(parts)
 
 

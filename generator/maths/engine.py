@@ -40,6 +40,7 @@ class Num:
 
     @classmethod
     def of(cls, exact: sympy.Expr) -> "Num":
+        """The Num of an exact value, its float evaluated from it."""
         return cls(exact, to_float(exact))
 
 
@@ -60,6 +61,7 @@ class DotProduct:
 
     @property
     def pairs(self) -> tuple[tuple[Num, Num], ...]:
+        """The products' factors, (a, b) for each term of the sum."""
         return tuple(zip(self.left, self.right))
 
 
@@ -143,24 +145,31 @@ class Step:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """(rows, columns) of the step's matrix."""
         return len(self.entries), len(self.entries[0])
 
     @property
     def exact(self) -> tuple[tuple[sympy.Expr, ...], ...]:
+        """The step's entries as exact sympy values."""
         return tuple(tuple(n.exact for n in row) for row in self.entries)
 
     @property
     def numeric(self) -> np.ndarray:
+        """The step's entries as a float64 array."""
         return np.array([[n.value for n in row] for row in self.entries], dtype=float)
 
 
 @dataclass(frozen=True)
 class Solution:
+    """A solved problem: its spec, every step in the order computed, and the plan that computed
+    them."""
+
     spec: ProblemSpec
     steps: tuple[Step, ...]
     plan: tuple[StepDef, ...] = ()  # how each step was computed, from which (steps.plan)
 
     def step(self, name: str) -> Step:
+        """The step named ``name``; a KeyError when the solution has none."""
         for step in self.steps:
             if step.name == name:
                 return step
@@ -168,6 +177,7 @@ class Solution:
 
     @property
     def step_names(self) -> tuple[str, ...]:
+        """The steps' names in the order they were computed."""
         return tuple(step.name for step in self.steps)
 
 
@@ -185,6 +195,7 @@ class Evaluator:
         self._cache: dict[sympy.Expr, Num] = {}
 
     def __call__(self, exact: sympy.Expr) -> Num:
+        """The one Num of ``exact``, made on its first use."""
         if exact not in self._cache:
             self._cache[exact] = Num.of(exact)
         return self._cache[exact]
@@ -209,9 +220,12 @@ class Evaluator:
         return self(sympy.expand(total))
 
     def total(self, nums) -> Num:
+        """The sum of ``nums``: exact as a sympy sum, its float by ``math.fsum``."""
         return Num(sympy.Add(*(n.exact for n in nums)), math.fsum(n.value for n in nums))
 
     def quotient(self, numerator: Num, denominator: Num) -> Num:
+        """numerator / denominator: reduced when both are rational or equal (a weight of 1 or 1/2),
+        otherwise left as written."""
         if numerator.exact == denominator.exact or (
                 numerator.exact.is_Rational and denominator.exact.is_Rational):
             return self(numerator.exact / denominator.exact)  # a weight of 1 or 1/2 stays plain
@@ -237,6 +251,7 @@ class Evaluator:
         return Num(exact, math.fsum(w.value * v.value for w, v in pairs))
 
     def matrix(self, rows) -> NumMatrix:
+        """A matrix of exact values as Nums."""
         return tuple(tuple(self(entry) for entry in row) for row in rows)
 
 
@@ -272,10 +287,12 @@ def run(plan: tuple[StepDef, ...], spec: ProblemSpec, known: dict[str, Step] | N
 # Each op's exact face (see ops, builtin_ops): (step_def, input Steps, spec, num) -> Step.  A
 # step is named, and its formula worded, by its StepDef: the engine knows no step's name.
 def given_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The given op's exact face: the spec's matrix of that name."""
     return given_step(step_def.name, spec.matrices[step_def.name], num)
 
 
 def product_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The product's exact face: every entry a dot product, either side transposed as the step says."""
     left, right = inputs
     return product_step(step_def.name, step_def.worded(),
                         transpose(left.entries) if step_def.transpose_left else left.entries,
@@ -283,6 +300,8 @@ def product_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> 
 
 
 def scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The scaling's exact face: the scores times 1/sqrt(d_k), the spec's scale, 1 or 1/d_k (the
+    step's ``factor``)."""
     scale = {"scale": spec.scale, "one": sympy.S.One,
              "one-over-dk": sympy.Rational(1, spec.d_k)}[step_def.factor]
     formula = (step_def.factor_text if scale is not None and step_def.factor_text
@@ -291,20 +310,24 @@ def scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> 
 
 
 def masking_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The causal mask's exact face: -inf where key j comes after query i."""
     return causal_mask_step(step_def.name, step_def.worded(), inputs[0], num)
 
 
 def softmax_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The softmax's exact face: each row's (or column's) exponentials over their sum."""
     return softmax_step(step_def.name, step_def.worded(), inputs[0], num,
                         by_columns=step_def.by_columns)
 
 
 def blend_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The blend's exact face: each output row the weighted sum of the value rows."""
     return blend_step(step_def.name, step_def.worded(), inputs[0], inputs[1], num,
                       rows_sum_to_one=step_def.rows_sum_to_one)
 
 
 def add_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The sum's exact face: the inputs added entry by entry; a SpecError when their shapes differ."""
     if len({step.shape for step in inputs}) > 1:
         raise SpecError(f"problem {spec.id}: {step_def.worded()} needs "
                         f"{' and '.join(s.name for s in inputs)} of one shape")
@@ -349,15 +372,18 @@ def _softmax_backward_row(index: int, weights, upstream, num: Evaluator) -> "Sof
 
 
 def concat_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
+    """The heads' concatenation's exact face: each row the parts' rows side by side."""
     rows = tuple(sum((step.entries[r] for step in inputs), ()) for r in range(len(inputs[0].entries)))
     return Step(step_def.name, step_def.worded(), "concat", rows)
 
 
 def given_step(name: str, matrix, num: Evaluator) -> Step:
+    """A given matrix as a step of its own, its entries exact."""
     return Step(name=name, formula=f"{name} (given)", kind="given", entries=num.matrix(matrix))
 
 
 def transpose(entries: NumMatrix) -> NumMatrix:
+    """A matrix of Nums transposed."""
     return tuple(zip(*entries))
 
 

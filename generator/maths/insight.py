@@ -40,10 +40,12 @@ class Focus:
 
     @property
     def key(self) -> int:
+        """The key that gets the row's largest weight (the first, in a tie)."""
         return self.keys[0]
 
     @property
     def tied(self) -> bool:
+        """Whether more than one key shares the largest weight."""
         return len(self.keys) > 1
 
 

@@ -38,11 +38,15 @@ FLOOR = 1e-9  # an exact key still allows float noise
 
 @dataclass(frozen=True)
 class Tolerance:
+    """How far one step's entries may be from the key: ``chain`` when the student worked on from
+    rounded earlier steps, ``local`` from their own inputs."""
+
     chain: np.ndarray
     local: np.ndarray
 
 
 def half_unit(decimals: int) -> float:
+    """Half a unit of the last shown place: the most rounding to ``decimals`` moves a number."""
     return 0.5 * 10.0**-decimals
 
 
@@ -118,6 +122,8 @@ def propagate(step, inputs: list[np.ndarray], errors: list[np.ndarray], u: float
 # Each op's tolerance face (see ops, builtin_ops): (step_def, input arrays, their errors, u,
 # spec) -> how far each entry of the result can move.
 def product_tolerance(step, inputs, errors, u, spec):
+    """The product's tolerance face: each factor's error times the other's size, plus the two
+    errors' product."""
     (a, b), (ea, eb) = inputs, errors
     if step.transpose_left:
         a, ea = a.T, ea.T
@@ -127,6 +133,8 @@ def product_tolerance(step, inputs, errors, u, spec):
 
 
 def scaling_tolerance(step, inputs, errors, u, spec):
+    """The scaling's tolerance face: the error times the factor, plus the rounding of sqrt(d_k) or
+    the scale as the student writes it."""
     (x,), (e,) = inputs, errors
     if step.factor == "one":
         return e
@@ -142,6 +150,8 @@ def scaling_tolerance(step, inputs, errors, u, spec):
 
 
 def masking_tolerance(step, inputs, errors, u, spec):
+    """The causal mask's tolerance face: nothing where the mask writes -inf, the input's error
+    elsewhere."""
     return np.where(np.isinf(inputs[0]) | np.triu(np.ones_like(errors[0], dtype=bool), k=1),
                     0.0, errors[0])
 
@@ -170,6 +180,7 @@ def _softmax_rows(z: np.ndarray, e: np.ndarray, u: float) -> np.ndarray:
 
 
 def add_tolerance(step, inputs, errors, u, spec):
+    """The sum's tolerance face: the terms' errors added."""
     return sum(errors[1:], errors[0])
 
 
@@ -183,6 +194,7 @@ def softmax_backward_tolerance(step, inputs, errors, u, spec):
 
 
 def concat_tolerance(step, inputs, errors, u, spec):
+    """The heads' concatenation's tolerance face: the parts' errors side by side."""
     return np.hstack(errors)
 
 
@@ -229,6 +241,8 @@ def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]
 
 
 def scaling_slips(step, sym, spec, before, whole=None):
+    """The scaling's slips: not scaled at all, divided by d_k or multiplied by sqrt(d_k), and in a
+    head, divided by the whole model's sqrt(d_k)."""
     me, of = sym(step.name), sym(step.inputs[0])
     if spec.scale is not None:
         return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {spec.scale}·{of}")]
@@ -244,6 +258,8 @@ def scaling_slips(step, sym, spec, before, whole=None):
 
 
 def softmax_slips(step, sym, spec, before, whole=None):
+    """The softmax's slips: down the columns instead of along the rows, the exponentials not divided
+    by their sum, and the causal mask left out."""
     me, of = sym(step.name), sym(step.inputs[0])
     found = [({"by_columns": True}, f"this is softmax down each column: it runs along each row "
                                     f"of {of}, so that each row of {me} sums to 1"),
@@ -262,23 +278,28 @@ def softmax_slips(step, sym, spec, before, whole=None):
 
 
 def softmax_backward_slips(step, sym, spec, before, whole=None):
+    """The softmax backward pass's slip: the row-sum term left out."""
     me, a, da = sym(step.name), sym(step.inputs[0]), sym(step.inputs[1])
     return [({"rowsum": False}, f"the row-sum term is missing: {me}ᵢⱼ = {a}ᵢⱼ({da}ᵢⱼ − Σₖ {a}ᵢₖ{da}ᵢₖ), "
                                 f"not {a}ᵢⱼ{da}ᵢⱼ")]
 
 
 def add_slips(step, sym, spec, before, whole=None):
+    """The sum's slips: each term left out in turn."""
     whole = " + ".join(sym(n) for n in step.inputs)
     return [({"inputs": [n for n in step.inputs if n != left_out]},
              f"{sym(left_out)} is missing: {sym(step.name)} = {whole}") for left_out in step.inputs]
 
 
 def concat_slips(step, sym, spec, before, whole=None):
+    """The heads' concatenation's slip: the heads the wrong way round."""
     return [({"inputs": list(step.inputs[::-1])}, f"the heads are the wrong way round: {sym(step.name)} "
              f"= [{', '.join(sym(n) for n in step.inputs)}], head 1 on the left")]
 
 
 def jacobian_slips(step, sym, spec, before, whole=None):
+    """The softmax Jacobian's slips: the wrong sign off the diagonal, and the diagonal's a_i left
+    out."""
     me, a = sym(step.name), sym(step.inputs[0])
     return [({"off_diagonal_sign": 1}, f"the entries off the diagonal have the wrong sign: "
                                        f"{me}ᵢⱼ = −{a}ᵢ{a}ⱼ for i ≠ j, and {me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ)"),

@@ -69,6 +69,10 @@ def script_file(name: str) -> ScriptFile:
 
 @dataclass(frozen=True)
 class Op:
+    """One op and every face it is known by: exact (the engine), numeric (the cross-check),
+    tolerance (marking), hint, seconds by hand, working templates, its page function, shape and
+    slips."""
+
     name: str
     exact: Callable  # (step_def, input Steps, spec, num: engine.Evaluator) -> engine.Step
     numeric: Callable  # (step_def, *input arrays, scale, d_k) -> the result as a float array

@@ -98,6 +98,8 @@ class ProblemSpec:
 
     @property
     def from_embeddings(self) -> bool:
+        """Whether the problem starts from embeddings X and weights W_Q, W_K, W_V (not from Q, K and
+        V)."""
         return "X" in self.matrices
 
     @property
@@ -108,22 +110,27 @@ class ProblemSpec:
 
     @property
     def n_queries(self) -> int:
+        """The number of queries (of tokens, in self-attention)."""
         return len(self.matrices["X" if self.from_embeddings else "Q"])
 
     @property
     def n_keys(self) -> int:
+        """The number of keys (and values)."""
         return len(self.matrices["X" if self.from_embeddings else "K"])
 
     @property
     def d_model(self) -> int | None:
+        """The embeddings' width, or None when the problem starts from Q, K and V."""
         return len(self.matrices["X"][0]) if self.from_embeddings else None
 
     @property
     def d_k(self) -> int:
+        """The width of the queries and keys."""
         return len(self.matrices["W_Q" if self.from_embeddings else "Q"][0])
 
     @property
     def d_v(self) -> int:
+        """The width of the values, and so of the output."""
         return len(self.matrices["W_V" if self.from_embeddings else "V"][0])
 
 
@@ -233,6 +240,7 @@ def _read_params(kind, spec: ProblemSpec, record: dict, where: str) -> dict[str,
 
 
 def mistakes_that_fit(spec: ProblemSpec) -> tuple[str, ...]:
+    """The mistakes whose wrong products still fit this problem's shapes (``mistakes_for_shapes``)."""
     return mistakes_for_shapes(spec.n_queries, spec.n_keys, spec.d_k, spec.d_v)
 
 
@@ -279,6 +287,7 @@ def read_user_file(path: Path, what: str = "the file", limit: int = MAX_FILE_BYT
 
 
 def parse_toml(text: str, path: Path) -> dict:
+    """A spec file's TOML text parsed; any failure as a SpecError of one line naming ``path``."""
     return _parse(tomllib.loads, text, path, "TOML")
 
 

@@ -23,6 +23,9 @@ from generator.maths import ops
 
 @dataclass(frozen=True)
 class StepDef:
+    """How one step is computed: its name, its op, the steps it takes, and how it is printed, worded
+    and marked."""
+
     name: str
     op: str  # the registered op that computes it (ops.OPS)
     inputs: tuple[str, ...] = ()
@@ -46,13 +49,16 @@ class StepDef:
 
     @property
     def is_given(self) -> bool:
+        """Whether the step is a given matrix, computed from nothing."""
         return self.op == "given"
 
     def worded(self) -> str:
+        """The step's formula in plain words, its inputs named ("scores = Q K^T")."""
         return self.text.format(*self.inputs) if self.text else f"{self.name} ({self.op})"
 
 
 def given_def(name: str, symbol: str = "") -> StepDef:
+    """The StepDef of a given matrix ``name``, printed as ``symbol``."""
     return StepDef(name, "given", symbol=symbol, text=f"{name} (given)", formula=f"${symbol}$")
 
 
@@ -183,6 +189,8 @@ def _shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
 # The shape faces of the built-in ops (``builtin_ops``); scaling, masking and softmax keep
 # their input's shape (``ops.keeps_shape``).
 def product_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    """The product's shape face: (rows of the left, columns of the right), each side transposed as
+    the step says; a ValueError when the inner sizes differ."""
     first = inputs[0][::-1] if step.transpose_left else inputs[0]
     right = inputs[1][::-1] if step.transpose else inputs[1]
     if first[1] != right[0]:
@@ -203,10 +211,13 @@ def same_shapes(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]
 
 
 def jacobian_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    """The softmax Jacobian's shape face: n x n for a row of n weights."""
     return inputs[0][1], inputs[0][1]
 
 
 def concat_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int]:
+    """The heads' concatenation's shape face: the parts' rows, their columns added; a ValueError
+    when their rows differ."""
     if len({rows for rows, _ in inputs}) > 1:
         raise ValueError(f"{step.worded()}: the parts have different numbers of rows")
     return inputs[0][0], sum(columns for _, columns in inputs)

@@ -32,6 +32,9 @@ SCALED_BOUND = 6.0
 
 @dataclass(frozen=True, eq=False)
 class Candidate:
+    """A drawn problem before it is solved exactly, as floats: the embeddings, the weights, the
+    mask, and where the type has them, W_O and the scale."""
+
     x: np.ndarray
     w_q: np.ndarray
     w_k: np.ndarray
@@ -42,6 +45,7 @@ class Candidate:
 
     @property
     def given(self) -> dict[str, np.ndarray]:
+        """The given matrices by the names a spec gives them (X, W_Q, W_K, W_V)."""
         return {"X": self.x, "W_Q": self.w_q, "W_K": self.w_k, "W_V": self.w_v}
 
     @property
@@ -52,6 +56,9 @@ class Candidate:
 
 
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
+    """Whether a candidate makes an exam problem at this difficulty: no two tokens, queries, keys or
+    values alike, no zero row or column in the steps worked, numbers within the difficulty's
+    bounds, and no weight that shows as 0 or 1 or row of equal weights."""
     steps = attention_steps(candidate.given, candidate.mask, candidate.scale)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
             and all(_no_zero_lines(steps[name]) for name in ("Q", "K", "V", "output"))
