@@ -48,6 +48,9 @@ class Param:
 
 @dataclass(frozen=True)
 class QuestionType:
+    """A question type as one unit: how it builds a question from a spec, its prose, its own spec
+    keys, how its problems are drawn, and how they get shorter to fit a budget."""
+
     name: str
     build: Callable  # ProblemSpec -> Question
     # Its prose (each piece may instead be a file of its template folder, kinds/<name>/...,
@@ -94,11 +97,13 @@ BUILT_IN = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "
 
 
 def register(kind: QuestionType) -> QuestionType:
+    """Add a question type to ``TYPES`` under its name (a plugin's, a test's) and give it back."""
     TYPES[kind.name] = kind
     return kind
 
 
 def unregister(name: str) -> None:
+    """Take the type ``name`` out of ``TYPES``, if it is there."""
     TYPES.pop(name, None)
 
 

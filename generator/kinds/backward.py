@@ -64,6 +64,8 @@ def backward_question(spec) -> Question:
 
 
 def gradient_parts(solution) -> list[Part]:
+    """A part for each gradient after dO in the plan, the weights' gradients together and dX's paths
+    together (``TOGETHER``)."""
     start = PIPELINE.index("dO")
     names = [s.name for s in solution.plan if not s.is_given and PIPELINE.index(s.name) > start]
     groups, taken = [], set()
@@ -237,6 +239,7 @@ def focus_row(rng, candidate, params: dict, decimals: int) -> dict | None:
 
 
 def read_ask(ask, spec, where: str) -> tuple[str, ...]:
+    """The spec file's ``ask``: a list of the choice parts (``CHOICES``), each once."""
     if not isinstance(ask, list) or any(name not in CHOICES for name in ask):
         raise SpecError(f"{where}: ask must be a list of {' and '.join(CHOICES)}, got {shown_text(ask)}")
     return tuple(dict.fromkeys(ask))

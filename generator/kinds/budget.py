@@ -40,11 +40,15 @@ WIDTHS = ("d_model", "d_k", "d_v")
 
 
 class Budget(NamedTuple):
+    """The budget a paper is sized to: so many minutes (with a calculator or without) or so many
+    marks."""
+
     name: str  # "minutes" or "marks"
     limit: int
     calculator: bool = True  # minutes at the rates with a calculator, or without (paper.SECONDS)
 
     def cost(self, problem: ExamProblem) -> int:
+        """What one problem costs of the budget: its minutes or its marks."""
         return problem.minutes if self.name == "minutes" else problem.marks
 
 
@@ -139,6 +143,8 @@ class Measure:
         self.budget, self.options, self.seed, self.solve = budget, options, seed, solve
 
     def __call__(self, kind: str, index: int, form: Form) -> tuple[Form, int] | None:
+        """Problem ``index`` of type ``kind`` drawn in ``form``: the form it was drawn in and what
+        it costs, or None when it cannot be drawn so."""
         try:
             spec, _ = draw_problem(self.options, self.seed, 1, index, kind, form)
         except SpecError:
@@ -167,6 +173,7 @@ class Ladder:
         return self.cost
 
     def shorten(self) -> None:
+        """Step down to the next cheaper form; ``shortest`` once there is none."""
         self.shortest = not self._step_to_next(cheaper_than=self.cost)
 
     def _step_to_next(self, cheaper_than: int | None) -> bool:

@@ -60,6 +60,9 @@ ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABC
 
 
 def concept_question(spec) -> Question:
+    """A concept question: its items (the top key, a row's sum, the output's shape, and the weights
+    without scaling where the scale is not 1), their choices in an order drawn from the problem's
+    id."""
     solution, unscaled = solve(spec), weights_with(spec, "no-scaling")  # the second, for two items
     shuffle = np.random.default_rng(zlib.crc32(spec.id.encode()))
     items = tuple(_shuffled(item, shuffle) for item in (

@@ -15,6 +15,7 @@ PROMPTS = {"Q": "Compute the queries $Q = XW_Q$, the keys $K = XW_K$ and the val
 
 
 def full_question(spec) -> Question:
+    """A full question: a part for each step of the plan, Q, K and V in one."""
     solution = solve(spec)
     groups = dict.fromkeys(TOGETHER if step.name in TOGETHER else (step.name,)
                            for step in solution.plan if not step.is_given)

@@ -19,6 +19,8 @@ HEADS = 2
 
 
 def heads_question(spec) -> Question:
+    """A heads question: the single-head Q, K and V, split into each head's columns; each head
+    attends on its own, and their outputs are concatenated and projected by W_O."""
     single = replace(spec, matrices={k: v for k, v in spec.matrices.items() if k != "W_O"})
     solution = solve(single)
     q, k, v = (solution.step(name) for name in "QKV")
@@ -115,6 +117,7 @@ def _draw_options(options):
 
 
 def read_head(value, spec, where: str) -> int:
+    """The spec file's ``head``: which head the student works (1 or 2)."""
     return one_based(value, HEADS, "head", where) + 1
 
 

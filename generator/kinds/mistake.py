@@ -74,6 +74,7 @@ def fixed_from(solution: Solution, wrong: str) -> Solution:
 
 
 def read_mistake(mistake, spec, where: str) -> str:
+    """The spec file's ``mistake``: one of the known mistakes (``MISTAKES``)."""
     if not isinstance(mistake, str) or mistake not in MISTAKES:
         raise SpecError(f"{where}: unknown mistake {shown(mistake)} "
                         f"(expected one of: {', '.join(MISTAKES)})")

@@ -24,6 +24,9 @@ ROWS = "rows {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
 
 
 def permute_question(spec) -> Question:
+    """A permute question: the shown A and O, the new A' and O' after the swap read off them (A's
+    rows and columns swapped, O's rows), and the problem solved again with the tokens swapped for
+    the part that asks why nothing needed recomputing."""
     solution = solve(spec)
     i, j = spec.swap
     order = list(range(spec.n_queries))
@@ -92,6 +95,7 @@ def permuted(step: Step, order: list[int], columns_too: bool) -> Step:
 
 
 def read_swap(swap, spec, where: str) -> tuple[int, int]:
+    """The spec file's ``swap``: two different tokens, counted from 1, as indices from 0."""
     if not (isinstance(swap, list) and len(swap) == 2 and swap[0] != swap[1]):
         raise SpecError(f"{where}: swap must name two different tokens, e.g. [1, 3]")
     return tuple(one_based(t, spec.n_keys, "swap", where) for t in swap)
@@ -102,6 +106,7 @@ SWAP = Param("swap", read_swap, write=lambda swap: [token + 1 for token in swap]
 
 
 def draw_swap(rng, candidate, decimals: int) -> dict | None:
+    """Two different tokens to swap, drawn; None for a problem of one token."""
     tokens = len(candidate.x)
     if tokens < 2:
         return None

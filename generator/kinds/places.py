@@ -33,6 +33,7 @@ def short_places(rng, candidate, params: dict, decimals: int) -> dict:
 
 
 def read_places(places, spec, where: str) -> int:
+    """The spec file's ``places``: a whole number from 1 to 6."""
     if not isinstance(places, int) or isinstance(places, bool) or not 1 <= places <= 6:
         raise SpecError(f"{where}: places must be a whole number from 1 to 6, got "
                         f"{shown_text(places)}")

@@ -26,6 +26,9 @@ TIE = 1e-12  # weights this close are equal: their exact scores are equal
 
 @dataclass(frozen=True)
 class Part:
+    """One part of a question: what it asks (its task), its marks, and the steps, answer or multiple
+    choice that answer it."""
+
     task: str  # names the prompt template, parts/<task>, and the key template, keys/<task>
     marks: int
     steps: tuple[Step, ...] = ()
@@ -84,6 +87,9 @@ class Pick:
 
 @dataclass(frozen=True)
 class ConceptItem:
+    """A multiple choice: what it asks, its choices, the right one, and the slip behind each wrong
+    one."""
+
     topic: str  # what it asks: top-attention, row-sum, ..., or a type's own (reason, top-key)
     choices: tuple  # values; the type's ``choice`` prose writes each
     answer: int  # index of the right choice
@@ -96,6 +102,9 @@ class ConceptItem:
 
 @dataclass(frozen=True)
 class Question:
+    """A question built from a spec: its type, its solution and whatever else its type worked out,
+    the matrices its statement gives and shows, and its parts."""
+
     kind: str
     spec: ProblemSpec
     solution: Solution  # the right solution of the problem as given
@@ -113,10 +122,13 @@ class Question:
 
     @property
     def worked(self) -> tuple[tuple[str, Solution], ...]:
+        """The solutions whose steps the student works, each with its grids' prefix; by default the
+        question's own solution."""
         return self.worked_by_parts or (("", self.solution),)
 
     @property
     def marks(self) -> int:
+        """The question's marks: its parts' marks added."""
         return sum(part.marks for part in self.parts)
 
     @property
@@ -155,10 +167,12 @@ class Question:
 
 
 def build_question(spec: ProblemSpec) -> Question:
+    """The question the spec's type builds from it."""
     return TYPES[spec.question].build(spec)
 
 
 def lettered(parts: list[Part]) -> tuple[Part, ...]:
+    """The parts lettered (a), (b), ... in order."""
     return tuple(replace(part, letter=LETTERS[i]) for i, part in enumerate(parts))
 
 
@@ -173,6 +187,7 @@ def step_parts(solution: Solution, groups: tuple[tuple[str, ...], ...]) -> list[
 
 
 def given_steps(solution: Solution) -> tuple[Step, ...]:
+    """The solution's given matrices, in order."""
     return tuple(step for step in solution.steps if step.kind == "given")
 
 

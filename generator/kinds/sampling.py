@@ -114,6 +114,9 @@ def draw_options(difficulty: str = "medium", decimals: int = 4, **overrides) -> 
 
 
 def check_draw_options(options: DrawOptions) -> None:
+    """Refuse draw options no problem can be drawn with (tokens or sizes out of bounds, one-hot
+    embeddings narrower than the tokens, identity weights of unequal sizes): a SpecError of one
+    line."""
     low, high = options.tokens
     if not 1 <= low <= high <= MAX_TOKENS:
         raise SpecError(f"--tokens {low}-{high}: need 1 <= low <= high <= {MAX_TOKENS}")
@@ -197,6 +200,8 @@ def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
 @lru_cache(maxsize=4)  # a class's versions all ask for the first version's forms
 def first_version_forms(options: DrawOptions, seed: int, count: int,
                         types: tuple[str, ...]) -> tuple[Form, ...]:
+    """The forms of the first version's problems, which every other version of a class draws its
+    problems in."""
     return tuple(form_of(spec) for spec in sample_set(options, seed, count, 1, types))
 
 
@@ -270,6 +275,8 @@ PROBLEM_ID = re.compile(r"^([EMH])(\d+)(?:v(\d+))?-(\d+)$")
 
 
 def parse_problem_id(text: str, options: DrawOptions) -> tuple[int, int, int]:
+    """A --problem id (M42-7, H42v3-7) as (seed, version, index), checked against the difficulty and
+    the bounds; a SpecError of one line when it is not one."""
     match = PROBLEM_ID.match(text.strip())
     if not match:
         raise SpecError(f"--problem {_short(text)!r}: expected an id such as M42-7 or H42v3-7")
@@ -337,6 +344,8 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple
 
 def draw_candidate(rng: np.random.Generator, options: DrawOptions,
                    with_output_projection: bool = False) -> Candidate:
+    """One candidate problem drawn from ``rng``: its tokens, embeddings and weights of the options'
+    kinds and sizes, its mask (a mixed set draws one) and, when asked, W_O."""
     tokens = int(rng.integers(options.tokens[0], options.tokens[1] + 1))
     x = _embeddings(rng, options.embeddings, tokens, options.d_model)
     w_q, w_k, w_v = (_weights(rng, options.weights, options.d_model, d)

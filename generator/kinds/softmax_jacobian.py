@@ -27,6 +27,8 @@ REASONS = (
 
 
 def jacobian_question(spec) -> Question:
+    """A softmax-jacobian question: the row of weights a and its gradient g, given; J and Jg worked;
+    and why each row of J sums to 0, as a multiple choice."""
     solution = solve(spec)
     a = weights_row(spec, solution, "arow")
     g = Step("grow", "g (given)", "given", (solution.step("dweights").entries[spec.row],))
