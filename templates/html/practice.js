@@ -2,7 +2,7 @@
 // An entry is right when it is the key's within the chain tolerance (as Moodle and Canvas
 // mark it), or when it follows from the student's own earlier values on the page by the
 // problem's step graph, so one slip costs one step only; a blank earlier step counts as
-// the key's. The tolerances come from the generator's marking rule (generator/marking.py):
+// the key's. The tolerances come from the generator's marking rule (generator/maths/marking.py):
 // "local" when every input is the student's own (or as shown), "chain" when some is the key's.
 "use strict";
 (function () {
