@@ -462,6 +462,8 @@ def plain_matrix(rows: list[list[str]], indent: str = "    ") -> str:
 
 @lru_cache(maxsize=8192)  # a key writes each number several times: matrix, working, checks
 def latex_number(num: Num, decimals: int) -> str:
+    """A number for LaTeX, to ``decimals`` places: minus infinity for a masked score, and a number
+    too large for its places as a power of ten (2.6881 times 10^43)."""
     text = decimal_text(num, decimals)
     if text == "-inf":
         return r"-\infty"
@@ -472,6 +474,7 @@ def latex_number(num: Num, decimals: int) -> str:
 
 
 def latex_vector(texts: list[str]) -> str:
+    """A row of numbers, already LaTeX, as [a, b, ...]."""
     # \allowbreak: a long vector may wrap inside running text instead of overrunning the margin.
     return r"[" + r",\ \allowbreak ".join(texts) + r"]"
 

@@ -38,6 +38,9 @@ NO_HINT = OpHint("")  # an op whose hint is its formula alone
 
 @dataclass(frozen=True)
 class Hint:
+    """A step's hint as the page shows it: how to start it (prose), the values that prose reads, its
+    first entry worked, and a title where the step's formula would not name it."""
+
     how: str  # prose
     symbols: dict = field(default_factory=dict)  # the values its prose reads: a, b, row, col
     first: str = ""  # the first entry's working, as plain text
@@ -119,6 +122,7 @@ class FirstEntry:
 
     @property
     def line(self):
+        """The working of the step's first entry (or row)."""
         return self.step.working[0]
 
     @property
@@ -140,10 +144,13 @@ class FirstEntry:
 
 # The first-entry faces of the built-in ops' hints (``builtin_ops``).
 def product_first(w: FirstEntry) -> str:
+    """The product's first entry: its sum of products, and the result."""
     return f"{w.entry} = {products(w.line.pairs, w.text)} {w.result(w.line.result)}."
 
 
 def scaling_first(w: FirstEntry) -> str:
+    """The scaling's first entry: the score divided by sqrt(d_k), or times the factor, and the
+    result."""
     line = w.line
     how = (f"{w.text(line.score)} / {w.text(line.divisor)}" if line.divisor
            else f"{w.text(line.factor)} · {fmt.parenthesized(w.text(line.score))}")
@@ -151,20 +158,25 @@ def scaling_first(w: FirstEntry) -> str:
 
 
 def softmax_first(w: FirstEntry) -> str:
+    """The softmax's first row: its exponentials, their sum and the weights, at the table's places
+    where there is one."""
     return softmax_row(w.line, w.table_places or w.places)
 
 
 def softmax_backward_first(w: FirstEntry) -> str:
+    """The softmax backward pass's first row: its dot product a·g, the row-sum term."""
     pairs = zip(w.line.weights, w.line.upstream)
     return f"the dot product {products(pairs, w.text)} {w.result(w.line.dot)}."
 
 
 def jacobian_first(w: FirstEntry) -> str:
+    """The softmax Jacobian's first entry, on the diagonal: a_1·(1 - a_1)."""
     line = w.line
     return f"{w.entry} = {w.text(line.a_i)}·(1 - {w.text(line.a_j)}) {w.result(line.result)}."
 
 
 def blend_first(w: FirstEntry) -> str:
+    """The blend's first row: the weighted sum of the value rows, written with the rows' names."""
     rows = fmt.plain_entry_symbol(w.step_def.inputs[1], w.head)
     terms = [f"{w.text(weight)}·(row {k + 1} of {rows})" for k, weight in enumerate(w.line.weights)]
     return (f"row {w.line.row + 1} of {fmt.plain_entry_symbol(w.step.name, w.head)} = "

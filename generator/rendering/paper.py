@@ -46,6 +46,7 @@ SECONDS = {
 
 
 def seconds(what: str, calculator: bool = True) -> int:
+    """The seconds one item of ``SECONDS`` takes by hand, with a calculator or without."""
     return SECONDS[what][0 if calculator else 1]
 
 
@@ -79,17 +80,20 @@ copy_seconds = each_entry("copy entry")
 
 
 def product_seconds(step, cost) -> int:
+    """The product's seconds face: each product term, and each entry written down."""
     terms = sum(len(line.pairs) for line in step.working)
     term = "long product term" if _has_long_factors(step) else "product term"
     return terms * cost(term) + step.shape[0] * step.shape[1] * cost("product entry")
 
 
 def softmax_seconds(step, cost) -> int:
+    """The softmax's seconds face: each exponential and its quotient, and each row's sum."""
     shown = sum(e is not None for line in step.working for e in line.exponentials)
     return shown * (cost("exponential") + cost("quotient")) + len(step.working) * cost("row sum")
 
 
 def blend_seconds(step, cost) -> int:
+    """The blend's seconds face: each weight times each value."""
     return sum(len(line.weights) for line in step.working) * step.shape[1] * cost("blend term")
 
 
@@ -102,6 +106,7 @@ def softmax_backward_seconds(step, cost) -> int:
 
 
 def jacobian_seconds(step, cost) -> int:
+    """The softmax Jacobian's seconds face: one product and one entry written down for each entry."""
     short = _all_rational(line.a_i for line in step.working)
     return each_entry("short weight term" if short else "long product term",
                       "product entry")(step, cost)
@@ -122,6 +127,7 @@ def _all_rational(weights) -> bool:
 
 
 def problem_seconds(parts, calculator: bool = True) -> int:
+    """How long a problem's parts take by hand, added."""
     return sum(part_seconds(part, calculator) for part in parts)
 
 
@@ -167,32 +173,40 @@ class DocumentInfo:
 
 @dataclass(frozen=True)
 class ExamProblem:
+    """A question as numbered on a paper, timed at the paper's rates (with a calculator or without)."""
+
     number: int
     question: Question
     calculator: bool = True  # its time at the calculator's rates, or without (SECONDS)
 
     @property
     def spec(self):
+        """The question's spec."""
         return self.question.spec
 
     @property
     def solution(self):
+        """The question's solution."""
         return self.question.solution
 
     @property
     def given(self):
+        """The matrices the question's statement gives."""
         return self.question.given
 
     @property
     def parts(self):
+        """The question's parts."""
         return self.question.parts
 
     @property
     def marks(self) -> int:
+        """The question's marks."""
         return self.question.marks
 
     @property
     def seconds(self) -> int:
+        """How long the problem takes by hand, at the paper's rates."""
         return problem_seconds(self.parts, self.calculator)
 
     @property
@@ -217,10 +231,12 @@ class Paper:
 
     @property
     def marks(self) -> int:
+        """The paper's marks: its problems' added."""
         return sum(problem.marks for problem in self.problems)
 
     @property
     def minutes(self) -> int:
+        """The paper's time: its problems' minutes added."""
         return sum(problem.minutes for problem in self.problems)
 
 
@@ -251,6 +267,7 @@ def question_papers(sets: dict[int, Sequence[Question]], students: list[Student]
 
 def answer_keys(sets: dict[int, Sequence[Question]], calculator: bool = True,
                 laid_out: LayOut = lay_out) -> list[Paper]:
+    """An answer key per version, in the order of the versions."""
     return [Paper(n, v, laid_out(sets[v], calculator)) for n, v in enumerate(sorted(sets), start=1)]
 
 

@@ -32,16 +32,22 @@ PIECES = re.compile(r"\*\*(?P<bold>.+?)\*\*|\$(?P<math>[^$]+)\$", re.DOTALL)
 
 @dataclass(frozen=True)
 class Text:
+    """Words of prose, printed as each format escapes words."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class Math:
+    """Maths of prose, in TeX (what stood between $...$)."""
+
     tex: str
 
 
 @dataclass(frozen=True)
 class Bold:
+    """Bold prose (what stood between **...**): the Text and Math pieces inside."""
+
     pieces: tuple
 
 
@@ -62,12 +68,14 @@ class Printer:
     """Prints prose piece by piece, each by the method named for its kind."""
 
     def print(self, prose: str) -> str:
+        """A piece of prose printed, each of its pieces by its kind."""
         return self.join(self._print(piece) for piece in pieces(prose))
 
     def _print(self, piece) -> str:
         return getattr(self, f"_print_{type(piece).__name__}")(piece)
 
     def join(self, printed) -> str:
+        """The printed pieces put together."""
         return "".join(printed)
 
     def _print_Bold(self, piece: Bold) -> str:
@@ -75,6 +83,8 @@ class Printer:
 
 
 class LatexPrinter(Printer):
+    """Prints prose for LaTeX: the words escaped, the maths as it is."""
+
     def _print_Text(self, piece: Text) -> str:
         # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
         return escape_latex(piece.text).replace(r"\^{}", r"\textasciicircum{}")
@@ -83,13 +93,17 @@ class LatexPrinter(Printer):
         return f"${piece.tex}$"
 
     def bold(self, text: str) -> str:
+        """Bold, in LaTeX."""
         return rf"\textbf{{{text}}}"
 
     def join(self, printed) -> str:
+        """The pieces together, marked as LaTeX already escaped."""
         return NoEscape("".join(printed))
 
 
 class MarkdownPrinter(Printer):
+    """Prints prose for Markdown: the words as they are, the maths as plain text."""
+
     def _print_Text(self, piece: Text) -> str:
         return piece.text
 
@@ -97,10 +111,14 @@ class MarkdownPrinter(Printer):
         return plain_maths(piece.tex)
 
     def bold(self, text: str) -> str:
+        """Bold, in Markdown."""
         return f"**{text}**"
 
 
 class HtmlPrinter(Printer):
+    """Prints prose for a web page: the words escaped, the maths as MathML that a screen reader
+    reads."""
+
     def _print_Text(self, piece: Text) -> str:
         return html.escape(piece.text, quote=False)
 
@@ -115,9 +133,11 @@ class HtmlPrinter(Printer):
         return f'<span role="math" aria-label="{html.escape(spoken(piece.tex))}">{shown}</span>'
 
     def bold(self, text: str) -> str:
+        """Bold, in HTML."""
         return f"<b>{text}</b>"
 
     def join(self, printed) -> str:
+        """The pieces together, marked as HTML already escaped."""
         return Markup("".join(printed))
 
 
@@ -138,6 +158,9 @@ def relation_breaks(tex: str) -> list[str]:
 
 
 class MoodlePrinter(HtmlPrinter):
+    """Prints prose for Moodle: as for a page, with the maths as TeX for Moodle's MathJax filter and
+    the words kept from forming a cloze gap."""
+
     def _print_Text(self, piece: Text) -> str:
         return cloze_braces(super()._print_Text(piece))  # a cloze gap forms from no words
 
@@ -151,6 +174,7 @@ PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": Html
 
 @lru_cache(maxsize=4096)
 def mathml(tex: str) -> str:
+    """TeX as inline MathML."""
     import latex2mathml.converter  # a twentieth of a second: only runs that write a page pay it
     return latex2mathml.converter.convert(tex).replace(
         ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
@@ -173,6 +197,7 @@ OPERATOR_NAME = re.compile(r"\\operatorname\{(\w+)\}")
 
 @lru_cache(maxsize=4096)  # a set writes the same few symbols (Q, K^T, A') many times
 def plain_maths(tex: str) -> str:
+    """TeX as plain text (S/√(d_k), K^T), as Markdown and the page's plain texts write maths."""
     text = _TO_TEXT.latex_to_text(OPERATOR_NAME.sub(r"\\mathrm{\1}", tex))
     return re.sub(" {2,}", " ", text).strip()
 
@@ -245,6 +270,7 @@ class ProseRenderer:
         return self._compiled[source].render(values)
 
     def __call__(self, source: str, values: dict) -> str:
+        """A piece of prose rendered with ``values``, then printed for the format."""
         return self._print(self.render(source, values))
 
 
@@ -256,11 +282,13 @@ class SourceLoader(jinja2.BaseLoader):
         self._sources: dict[str, str] = {}
 
     def name_of(self, source: str) -> str:
+        """The name a prose source is loaded by: its digest."""
         name = "prose/" + hashlib.sha256(source.encode()).hexdigest()
         self._sources[name] = source
         return name
 
     def get_source(self, environment, template: str):
+        """Jinja's loader call: the source ``name_of`` named, which never changes."""
         if template not in self._sources:
             raise jinja2.TemplateNotFound(template)
         return self._sources[template], None, lambda: True
@@ -312,6 +340,7 @@ class ByTask:
         self._found: dict[str, str | None] = {}
 
     def get(self, task: str, default=None):
+        """The prose for ``task``: its file, else the type's own, else ``default``."""
         if task not in self._found:
             source = self._read(f"{self._folder}{task}.j2")
             self._found[task] = one_piece(source) if source is not None else self._own.get(task)

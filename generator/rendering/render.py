@@ -114,6 +114,8 @@ class ForeignCharacters:
         self.found: set[str] = set()
 
     def __call__(self, text: str) -> bool:
+        """Gather the characters of ``text`` pdflatex cannot typeset; False (a draft) once there are
+        any."""
         self.found |= pdflatex_lacks(text)
         return not self.found
 
@@ -208,6 +210,8 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
 
 
 def latex_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
+    """The Jinja environment of the LaTeX templates: delimiters TeX never writes, untrusted values
+    escaped, and the filters that print numbers, matrices and working for LaTeX."""
     # Delimiters that TeX never writes: {{ }} and {# #} clash with TeX's braces and {#1}.
     environment = make_environment(
         user_templates, block_start_string="<%", block_end_string="%>",
@@ -366,12 +370,15 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self._plain_data: set[tuple[type, str]] = set()  # safe, and read as a value, not a method
 
     def is_safe_callable(self, obj) -> bool:
+        """Whether a template may call ``obj``: only a method of plain data, Jinja's own, or what
+        the environment gives."""
         return super().is_safe_callable(obj) and (
             type(getattr(obj, "__self__", None)) in PLAIN_DATA
             or getattr(obj, "__module__", None) == "jinja2.runtime"  # a macro, loop.cycle, super
             or any(obj is given for given in self.globals.values()))
 
     def is_safe_attribute(self, obj, attr: str, value) -> bool:
+        """The sandbox's verdict on reading ``attr``, remembered per (type, name)."""
         key = (type(obj), attr)
         if key not in self._safe:
             self._safe[key] = super().is_safe_attribute(obj, attr, value)
@@ -404,15 +411,18 @@ class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
         self.flavor = flavor
 
     def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        """The cache key of a template, naming the sandbox and the environment's flavour."""
         return super().get_cache_key(f"{SANDBOX_KEY}:{self.flavor}:{name}", filename)
 
     def dump_bytecode(self, bucket) -> None:
+        """Store a compiled template; a folder that cannot take it is passed over."""
         try:
             super().dump_bytecode(bucket)
         except OSError:
             pass
 
     def load_bytecode(self, bucket) -> None:
+        """Read a compiled template back; a folder that cannot be read is passed over."""
         try:
             super().load_bytecode(bucket)
         except OSError:
@@ -420,6 +430,8 @@ class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
 
 
 def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
+    """A sandboxed Jinja environment over the template folders (a teacher's first): undefined values
+    refused, and the globals and filters every format's templates share."""
     environment = Sandbox(
         loader=CheckedLoader(template_folders(user_templates)),  # a bad file is one line
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,

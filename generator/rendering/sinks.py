@@ -25,6 +25,8 @@ Job = Callable[[], dict[str, Content]]
 
 
 class Sink(Protocol):
+    """Where a renderer writes its documents, and what it gives back for each."""
+
     def text(self, name: str, pieces: Iterable[str], check: Check | None = None) -> str | Path:
         """The document ``name``, written from ``pieces`` (a template's text as it is
         rendered); writing it again replaces it."""
@@ -40,17 +42,20 @@ class InMemory:
     """Each document kept as its text (or bytes)."""
 
     def text(self, name: str, pieces: Iterable[str], check: Check | None = None) -> str:
+        """The document's text, its pieces joined (and shown to ``check``)."""
         text = "".join(pieces)
         if check is not None:
             check(text)
         return text
 
     def binary(self, name: str, write: Callable[[BinaryIO], None]) -> bytes:
+        """The document's bytes, as ``write`` writes them."""
         buffer = io.BytesIO()
         write(buffer)
         return buffer.getvalue()
 
     def bytes_of(self, document: str) -> bytes:
+        """A text document as its UTF-8 bytes."""
         return document.encode("utf-8")
 
 

@@ -89,6 +89,8 @@ class CheckedLoader(jinja2.FileSystemLoader):
     and reading it through ``inputs.read_text``."""
 
     def get_source(self, environment: jinja2.Environment, template: str):
+        """Jinja's loader call: the template from the first folder that holds it, refused in one
+        line when it is a link out of that folder or not UTF-8 text."""
         pieces = split_template_path(template)
         for folder in self.searchpath:
             filename = posixpath.join(folder, *pieces)
