@@ -194,7 +194,7 @@ def entry() -> None:
     """The console script: run, then leave without tearing down the interpreter.
 
     Every file is written and closed by then; freeing sympy's many objects one by
-    one at exit would add a tenth of a second to every run.
+    one at exit would cost every run time for nothing (docs/performance.md).
     """
     gc.freeze()  # what the imports made is never garbage: never look at it again
     gc.set_threshold(100_000, 50, 100)  # sympy makes many short-lived cycles: collect rarely

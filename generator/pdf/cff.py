@@ -3,14 +3,13 @@
 A Type 1 font's private part is encrypted twice (eexec, then each charstring), so it
 looks random to the PDF's Flate compression and cannot shrink; its charstrings are
 also longer than CFF's.  A paper's fonts rewritten as CFF take about a quarter of the
-bytes (13 fonts of a five-page paper: 71 kB -> 17 kB).  fontTools turns each glyph's
-Type 1 charstring into a Type 2 one (subroutines, flex and hint replacement followed;
-the same outline, point for point); the hints are left out, which changes nothing at
-print resolution and little on screen (poppler draws the same pixels at 80 dpi and
-below).  The container is written here, not by fontTools: its compiler takes some 3 ms
-a font, 20 CPU-seconds for a class of 500, where joining the bytes costs next to
-nothing (100 papers are cut, 13 fonts each, in 0.65 s all told).  A font this cannot
-rewrite for certain (a composite accent, an unusual font matrix or paint type) gives
+bytes (docs/performance.md).  fontTools turns each glyph's Type 1 charstring into a Type 2
+one (subroutines, flex and hint replacement followed; the same outline, point for point);
+the hints are left out, which changes nothing at print resolution and little on screen
+(poppler draws the same pixels at 80 dpi and below).  The container is written here, not
+by fontTools: its compiler's time a font, times every font of every paper of a class, is
+far more than joining the bytes costs (docs/performance.md).  A font this cannot rewrite
+for certain (a composite accent, an unusual font matrix or paint type) gives
 None, and stays a Type 1 font.
 """
 
@@ -111,7 +110,7 @@ CONVERTED: dict[int, tuple] = {}
 def _converted(program: Type1Program) -> tuple:
     """What is made of a program once per worker: every paper's copy of a font is cut from
     the same program."""
-    from fontTools.misc.psCharStrings import T1CharString  # 60 ms to load: only papers need it
+    from fontTools.misc.psCharStrings import T1CharString  # slow to load: only papers need it
 
     held = CONVERTED.get(id(program))
     if held is None or held[0] is not program:  # the program is held, so its id stays its own

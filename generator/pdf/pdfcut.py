@@ -33,8 +33,8 @@ else:  # a worker runs this file by path (python -P): its folder is looked in la
 
 WORTH_CUTTING = 8000  # bytes: a smaller Type 1 font is left whole, as it costs more time to cut
 # than it saves space
-# A worker costs about half a CPU-second to start (pikepdf, fontTools, each font's glyphs
-# converted again), then about ten milliseconds a paper: a second one is worth it for a
+# A worker costs far more to start (pikepdf, fontTools, each font's glyphs converted
+# again) than a paper costs it (docs/performance.md): a second one is worth it for a
 # document of many papers, on a core nothing else needs.
 PAPERS_PER_WORKER = 20
 

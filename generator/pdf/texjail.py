@@ -8,9 +8,10 @@ which embed any file pdflatex can read into the PDF the students get; no TeX set
 refuses them.  The kernel does: this script restricts its own process, then becomes TeX
 (``execv``), so every file TeX opens is checked, whatever primitive opens it.
 
-It is run by path, with ``python -S -I`` (no site, no imports of the project: some ten
-milliseconds), as ``texjail.py --read DIR ... --write DIR ... -- tex args``.  Where the
-kernel has no Landlock (before Linux 5.13, or switched off), TeX runs as before.
+It is run by path, with ``python -S -I`` (no site, no imports of the project, so it starts
+at once: docs/performance.md), as ``texjail.py --read DIR ... --write DIR ... -- tex
+args``.  Where the kernel has no Landlock (before Linux 5.13, or switched off), TeX runs as
+before.
 """
 
 import ctypes

@@ -175,7 +175,7 @@ PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": Html
 @lru_cache(maxsize=4096)
 def mathml(tex: str) -> str:
     """TeX as inline MathML."""
-    import latex2mathml.converter  # a twentieth of a second: only runs that write a page pay it
+    import latex2mathml.converter  # slow to import: only runs that write a page pay for it
     return latex2mathml.converter.convert(tex).replace(
         ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
 

@@ -361,8 +361,8 @@ class Sandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     ``super``) and the methods of plain data (``name.upper()``); anything else is refused.
 
     The sandbox's verdict on an attribute is remembered per (type, name): it depends on
-    nothing else, and asking it afresh for every attribute a template reads would make
-    rendering some 70% slower."""
+    nothing else, and asking it afresh for every attribute a template reads would slow
+    rendering markedly (docs/performance.md)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -453,7 +453,8 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
 
 def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source, so an edited
-    template is compiled afresh): compiling them all costs a tenth of a second a run.
+    template is compiled afresh): compiling them all anew would cost every run time
+    (docs/performance.md).
     A compiled template is code the run loads: it is kept only in a folder private to the
     user (``private``), never in the temp folder; without one, templates are compiled anew."""
     folder = private_cache("templates")
