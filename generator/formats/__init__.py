@@ -43,6 +43,9 @@ class Rendering:
 
 @dataclass(frozen=True)
 class Driver:
+    """One output format: its name, what it writes (its files and folders) and how, whether every
+    run writes it, and the file it prints to the terminal."""
+
     name: str
     write: Callable[[Rendering], dict[str, Content]] | None = None  # every file, by name
     always: bool = False  # written by every run; else only when --format names it
@@ -62,6 +65,7 @@ FORMATS: dict[str, Driver] = {}
 
 
 def register(driver: Driver) -> Driver:
+    """Add a format's driver to ``FORMATS`` under its name (a plugin's, a test's) and give it back."""
     FORMATS[driver.name] = driver
     return driver
 
@@ -72,10 +76,12 @@ def chosen(names) -> list[Driver]:
 
 
 def owned_names() -> set[str]:
+    """Every file name a format (or the PDFs) may write at the top of the output folder."""
     return {name for driver in FORMATS.values() for name in driver.files} | set(PDF_FILES)
 
 
 def owned_folders() -> set[str]:
+    """Every folder a format (or the PDFs) may write in the output folder."""
     return {name for driver in FORMATS.values() for name in driver.folders} | set(PDF_FOLDERS)
 
 

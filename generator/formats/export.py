@@ -83,6 +83,8 @@ BRACKETS = frozenset("[]{}")
 
 
 def problem_record(question: Question, version: int = 1, number: int = 1) -> dict:
+    """A question as problems.json records it: its id, version, number, type and seed, its spec
+    (enough to solve it again), its shape, its parts, and every step's exact and numeric entries."""
     spec = question.spec
     steps = question.named_steps()
     record = {

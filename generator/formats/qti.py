@@ -56,6 +56,9 @@ class NumericAnswer:
 
 @dataclass(frozen=True)
 class QuizItem:
+    """One item of a Canvas quiz: a statement, an entry of a step, a step's shape, or a multiple
+    choice, with its points."""
+
     ident: str
     title: str
     question_type: str  # Canvas's: text_only_question, numerical_question, short_answer_question,
@@ -73,6 +76,8 @@ class QuizItem:
 
 @dataclass(frozen=True)
 class QuizSection:
+    """A quiz's section: one problem's items."""
+
     ident: str
     title: str
     items: tuple[QuizItem, ...]
@@ -80,6 +85,8 @@ class QuizSection:
 
 @dataclass(frozen=True)
 class Quiz:
+    """One version's quiz: its sections, a problem each, and the file the package holds it in."""
+
     ident: str
     title: str
     file: str
@@ -135,6 +142,7 @@ def package_ident(keys: list[Paper]) -> str:
 
 
 def build_quiz(paper: Paper, info: DocumentInfo, package: str, rows: dict | None = None) -> Quiz:
+    """A paper's quiz: a section per problem, titled with the version when there are several."""
     ident = f"{package}-v{paper.version}"
     title = f"{info.title}, version {paper.version}" if info.versioned else info.title
     sections = tuple(QuizSection(f"{ident}-p{problem.number}", f"Problem {problem.number}",
@@ -305,6 +313,7 @@ def safe(text: str) -> str:
 
 
 def step_index(part, step) -> int:
+    """Which of the part's written steps ``step`` is, counted from 1."""
     return next(k for k, s in enumerate(part.written) if s is step) + 1
 
 

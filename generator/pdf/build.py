@@ -164,6 +164,7 @@ class InPlace:
     """An executor that runs each task when it is submitted, in the caller's thread."""
 
     def submit(self, task, *args) -> Future:
+        """Run ``task`` now; its result, or what it raised, in a finished Future."""
         future = Future()
         try:
             future.set_result(task(*args))
@@ -172,6 +173,7 @@ class InPlace:
         return future
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        """Nothing to stop: every task has run already."""
         pass
 
 
@@ -225,6 +227,8 @@ class TexStream:
         return self
 
     def write(self, chunk: str) -> None:
+        """Write a chunk into the document's file and let TeX read up to its end; TeX starts once
+        the preamble is written."""
         self.file.write(chunk)
         if self.abandoned:
             return
@@ -237,6 +241,8 @@ class TexStream:
             self._start(end)
 
     def close(self, source: str | Path) -> None:
+        """The document is whole: TeX reads to its end, or, for a stream never started or abandoned,
+        the source is compiled the ordinary way."""
         if self.written is None or self.abandoned:
             self._wait_abandoned()
             self.build.add(self.name, source)
@@ -256,6 +262,8 @@ class TexStream:
         self.build.started[self.name] = self.future
 
     def abandon(self) -> None:
+        """Stop streaming the document to TeX (it holds a character pdflatex cannot typeset);
+        ``close`` then compiles it the ordinary way."""
         self.abandoned = True
         if self.written is not None:
             self.written.put(ABANDON)
@@ -367,11 +375,13 @@ class WarmTex:
         return process
 
     def discard(self, name: str) -> None:
+        """Stop the process waiting for ``name``, if any, and remove its link."""
         if name in self.waiting:
             stop_tex(self.waiting.pop(name)[1])
             (self.folder / name).unlink(missing_ok=True)
 
     def close(self) -> None:
+        """Stop every process still waiting."""
         for name in list(self.waiting):
             self.discard(name)
 
@@ -387,6 +397,8 @@ def missing_note(document: str, paper: int, character: str, questions: list[Pape
 
 
 def paper_file_name(paper: Paper) -> str:
+    """A paper's PDF name: version-01.pdf, or with a roster 001-<student id>.pdf (the id made safe
+    for a file name)."""
     if paper.student is None:
         return f"version-{paper.version:02d}.pdf"
     safe_id = re.sub(r"[^A-Za-z0-9._-]+", "_", paper.student.id)[:40]

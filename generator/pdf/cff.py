@@ -77,6 +77,7 @@ class Strings:
         self.added: list[bytes] = []
 
     def sid(self, text: bytes) -> int:
+        """The number (SID) that names ``text``: a standard string's own, or an added one's."""
         standard = self.standard.get(text.decode("latin-1"))
         if standard is not None:
             return standard

@@ -75,6 +75,8 @@ def _wait_for(worker: subprocess.Popen) -> bytes:
 
 
 def cut(pdf: Path, starts: list[int], until: int | None, names: list[str], folder: Path) -> None:
+    """Cut ``pdf`` into a file per paper in ``folder``, paper i from page ``starts[i]``, each with
+    its fonts cut down to what it prints."""
     import pikepdf
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -67,15 +67,20 @@ def installation(program: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def readable_roots() -> tuple[str, ...]:
+    """The folders TeX may read of ``SYSTEM_READ`` and ``HOME_READ``, those that exist here."""
     home = [found for pattern in HOME_READ for found in glob.glob(os.path.expanduser(pattern))]
     return tuple(path for path in (*SYSTEM_READ, *home) if os.path.exists(path))
 
 
 class RulesetAttr(ctypes.Structure):
+    """Landlock's struct landlock_ruleset_attr: the accesses a ruleset handles."""
+
     _fields_ = [("handled_access_fs", ctypes.c_uint64)]
 
 
 class PathBeneathAttr(ctypes.Structure):
+    """Landlock's struct landlock_path_beneath_attr: the accesses allowed beneath an open folder."""
+
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
@@ -129,6 +134,7 @@ def _allow(libc, ruleset: int, path: str, access: int) -> None:
 
 
 def main(argv: list[str]) -> None:
+    """texjail.py --read DIR ... --write DIR ... -- tex args: confine this process, then become TeX."""
     split = argv.index("--")
     readable, writable = [], []
     current = readable

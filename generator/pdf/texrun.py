@@ -50,6 +50,8 @@ class TexError(Exception):
 
 @dataclass(frozen=True)
 class Compiled:
+    """A TeX run's result: its log, and the PDF it wrote."""
+
     log: str
     path: Path  # where the PDF was written
     kept: bytes | None = None  # its bytes, for a PDF whose folder is removed
@@ -106,6 +108,8 @@ def raise_if_disk_full(tex: Path) -> None:
 
 
 def tex_command(engine: str, name: str, fmt: Path | None, streamed: bool = False) -> list[str]:
+    """The command line of one TeX run: non-interactive, stopping at the first error, no shell
+    escape, from ``fmt`` where given."""
     # A pipe can be read once: TeX must not read its first line to look for a %&format line.
     return [shutil.which(engine), *engine_options(engine), "-interaction=nonstopmode",
             "-halt-on-error", "-no-shell-escape", "-file-line-error",
@@ -119,6 +123,7 @@ RUNNING_LOCK = threading.Lock()
 
 @contextlib.contextmanager
 def running(command: list[str], folder: Path, environment: dict[str, str] | None = None):
+    """A TeX process started for the length of the ``with`` block, stopped at its end."""
     process = start_tex(command, folder, environment=environment)
     try:
         yield process
@@ -162,12 +167,14 @@ def stop_tex(process: subprocess.Popen) -> None:
 
 
 def stop_all() -> None:
+    """Kill every TeX process still running (the run failed or was interrupted)."""
     with RUNNING_LOCK:
         for process in RUNNING:
             process.kill()
 
 
 def read_compiled(tex: Path) -> Compiled:
+    """The log and PDF a TeX run on ``tex`` left beside it."""
     return Compiled(tex.with_suffix(".log").read_text(encoding="utf-8", errors="replace"),
                     tex.with_suffix(".pdf"))
 

@@ -39,6 +39,7 @@ class Entry:
     closing: bytes  # " NP" or " ND" and the line's end
 
     def text(self, code: bytes | None = None, lead: bytes | None = None) -> bytes:
+        """The entry as the font writes it, encrypted again, with other code or lead where given."""
         body = _charstring(self.iv + (self.code if code is None else code))
         return ((self.lead if lead is None else lead) + b"%d %s " % (len(body), self.mark)
                 + body + self.closing)
@@ -55,6 +56,9 @@ Site = tuple  # where a number that names a subroutine is written: (owner, offse
 
 @dataclass(frozen=True)
 class Type1Program:
+    """A Type 1 font program taken apart: the clear part, the private part's subroutines and glyphs
+    between what surrounds them, and the trailer."""
+
     clear: bytes
     head: bytes  # decrypted, up to the subroutines' first entry (the 4 random bytes included)
     subrs: tuple[Entry, ...]
@@ -66,6 +70,7 @@ class Type1Program:
     subsets: dict = field(default_factory=dict)  # glyphs kept -> the program cut to them
 
     def needs(self, glyph: bytes):
+        """The subroutines ``glyph`` calls and where it names them (``subrs_called``), found once."""
         if glyph not in self.calls:
             self.calls[glyph] = subrs_called(glyph, self.glyphs[glyph].code,
                                              [entry.code for entry in self.subrs])

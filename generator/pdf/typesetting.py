@@ -71,6 +71,7 @@ class Typesetting:
 
     @property
     def unicode(self) -> bool:
+        """Whether the document is typeset by LuaLaTeX, which takes any character."""
         return self.engine == "lualatex"
 
     @property
@@ -88,6 +89,7 @@ NOT_PDFLATEX = re.compile("[^" + "".join(re.escape(chr(low)) + "-" + re.escape(c
 
 
 def typeset_with_pdflatex(character: str) -> bool:
+    """Whether pdflatex can typeset ``character``."""
     return NOT_PDFLATEX.match(character) is None
 
 
@@ -134,6 +136,8 @@ def fallback_order(script: str) -> tuple[int, str]:
 
 
 def candidate_fonts(script: str, scripts: set[str]) -> tuple[str, ...]:
+    """The font families that may cover ``script``, in the order tried (Japanese CJK where the text
+    has kana)."""
     if script == "EMOJI":
         return EMOJI_FONTS
     if script in CJK_SCRIPTS:
@@ -172,6 +176,7 @@ def right_to_left(latex: str) -> str:
 
 
 def engine_of(source: str) -> str:
+    """The engine a LaTeX source was written for: lualatex when it opens with its magic line."""
     return "lualatex" if source.startswith(MAGIC_LINE) else "pdflatex"
 
 
