@@ -40,6 +40,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (not usage + error) and exit code 2."""
 
     def error(self, message: str):
+        """A usage error, raised as ``UsageError`` for ``main`` to print in one line."""
         raise UsageError(message)
 
 
@@ -82,6 +83,9 @@ def parse_options(argv: list[str] | None = None) -> Options:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line, gen-problems, as an exit code: 0 written; 2 a usage, spec or template
+    error, said in one line; 1 a failure of the run (the output folder, TeX, a cross-check); 130
+    interrupted; 141 a closed pipe."""
     try:
         with _stops_as_interrupts():
             return run(parse_options(argv))
@@ -108,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(options: Options) -> int:
+    """Generate the set the options ask for, print what --format asks to the terminal, then the
+    notes and a summary line on stderr."""
     result = generate(options, before_commit=_unless_stopped, after_commit=_landed)
     print_to_terminal(result.printed)
     for note in result.notes:
@@ -117,6 +123,7 @@ def run(options: Options) -> int:
 
 
 def summary(result: Result) -> str:
+    """The line a run ends with: how many problems and files, where, and the seed of a random set."""
     count, files = result.count, len(result.files)
     return (f"wrote {count} problem{'s' * (count != 1)}, {files} files, to {result.options.out}"
             + (f" (seed {result.seed})" if result.seed is not None else ""))
@@ -137,6 +144,7 @@ def print_to_terminal(held: list) -> None:
 
 
 def template_error(error: jinja2.TemplateError) -> str:
+    """A template's error in one line, with its file and line where Jinja knows them."""
     where = f" ({error.filename}, line {error.lineno})" if getattr(error, "lineno", None) else ""
     message = error.message or type(error).__name__
     return f"template: {message.splitlines()[0] if message else message}{where}"

@@ -27,6 +27,7 @@ KEY_BYTES = 32
 
 
 def default_key_file() -> Path:
+    """Where the exam key is kept unless --key-file says: ~/.config/gen-problems/exam.key."""
     return config_home() / "gen-problems" / "exam.key"
 
 

@@ -51,6 +51,8 @@ def _how_it_ended(status: int | None) -> str:
 
 @dataclass
 class Forked:
+    """A child process forked to compute a result, and the pipe it sends the result back on."""
+
     pid: int
     pipe: int
 

@@ -52,9 +52,12 @@ class Versions:
         self.child = stream_from_child(self._ahead) if ahead else None  # a child solving ahead
 
     def sets(self) -> dict[int, "Solved"]:
+        """Each version's questions, as the documents read them (solved when first read)."""
         return {version: Solved(self, version) for version in self.specs}
 
     def questions(self, version: int) -> list:
+        """Version ``version``'s questions, for the calling document: it waits while it is more than
+        ``WINDOW`` versions ahead of the slowest; a version let go is solved again."""
         index = self.index[version]
         with self.changed:
             self._reach(index)

@@ -93,11 +93,13 @@ def format_names() -> tuple[str, ...]:
 
 
 def format_help() -> str:
+    """--format's help: each format's name and what it writes."""
     from generator.formats import FORMATS
     return "; ".join(f"{name}: {FORMATS[name].help}" for name in format_names())
 
 
 def types_help() -> str:
+    """--types's help: the registered types and the default mix."""
     return ("question types, taken in turn: " + ", ".join(type_names()) + " (default: "
             + ", ".join(default_mix()) + "; 'full' alone: the whole pipeline only)")
 
@@ -152,9 +154,11 @@ class Option:
 
     @property
     def switch(self) -> bool:
+        """Whether the flag takes no value (a switch)."""
         return self.read is None
 
     def help_text(self) -> str:
+        """The option's help, worked out now where it is a callable."""
         return self.help() if callable(self.help) else self.help
 
     def parsed(self, text: str):

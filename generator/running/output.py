@@ -63,6 +63,7 @@ class OutputRefused(OutputError):
 
 
 def current_umask() -> int:
+    """The process's umask (read by setting it, then setting it back)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -118,6 +119,8 @@ class OutputFolder:
         return folder
 
     def close(self) -> None:
+        """Remove the run's scratch folder and, unless the set was committed, the folders the run
+        made."""
         if self.work is not None:
             shutil.rmtree(self.work, ignore_errors=True)
             self.work = None
@@ -435,6 +438,7 @@ def _link_on_the_way(root: Path, name: str) -> Path | None:
 
 
 def refuse_link(path: Path) -> None:
+    """Refuse a path that is a symbolic link: gen-problems follows no link in its output folder."""
     if path.is_symlink():
         raise OutputRefused(f"{path} is a link: gen-problems keeps its own files there and "
                             f"follows no link; remove it")

@@ -136,6 +136,7 @@ class Drawn(Sequence):
         self.count, self.draw, self.specs = count, draw, None
 
     def first(self, count: int) -> list[ProblemSpec]:
+        """The first ``count`` problems, drawn without drawing the rest."""
         return self.specs[:count] if self.specs is not None else self.draw(count)
 
     def __len__(self) -> int:
@@ -160,6 +161,7 @@ def first_specs(specs: dict[int, Sequence[ProblemSpec]], count: int) -> list[Pro
 
 
 def softmax_steps(sets: dict[int, list[Question]]):
+    """Every softmax step with its working, in every question of the sets."""
     return [step for questions in sets.values() for question in questions
             for solution in question.solutions() for step in solution.steps
             if step.kind == "softmax" and step.working]

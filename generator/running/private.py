@@ -18,11 +18,13 @@ OPEN_TO_OTHERS_WRITING = 0o022
 
 
 def cache_home() -> Path:
+    """The user's cache folder: $XDG_CACHE_HOME, else ~/.cache."""
     home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(home)
 
 
 def config_home() -> Path:
+    """The user's configuration folder: $XDG_CONFIG_HOME, else ~/.config."""
     home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(home)
 
@@ -76,6 +78,7 @@ def last_used_time(path: Path) -> float:
 
 
 def mark_used(path: Path) -> None:
+    """Mark a cached file or folder as used now (``last_used_time``)."""
     try:
         os.utime(path)
     except OSError:

@@ -25,6 +25,8 @@ os.register_at_fork(before=SAYING.acquire, after_in_parent=SAYING.release,
 
 
 class RunProgress:
+    """The run's progress, counted in problems: a bar on a terminal, else a line now and then."""
+
     def __init__(self, problems: int, formats: int, pdf: bool):
         self.problems = problems
         self.total = problems * (1 + formats + (2 if pdf else 0))
@@ -56,9 +58,11 @@ class RunProgress:
             self.bar.close()
 
     def solved(self) -> None:
+        """One problem solved."""
         self._advance(1)
 
     def stage(self, name: str) -> None:
+        """The run has moved on to stage ``name`` (solving, writing, typesetting...)."""
         self.stage_name = name
         if self.bar is not None:
             self.bar.set_description_str(name, refresh=False)

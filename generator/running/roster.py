@@ -43,6 +43,8 @@ CANVAS_PSEUDO_STUDENTS = ("Points Possible", "Student, Test")  # not students: C
 
 @dataclass(frozen=True)
 class Student:
+    """One student of a roster: their id, name, and the version an exam's record seated them at."""
+
     id: str
     name: str
     version: int | None = None  # the version an exam's record seated them at (``exam_record``)
@@ -50,11 +52,15 @@ class Student:
 
 @dataclass(frozen=True)
 class Roster:
+    """The students of a roster file, in its order, and what its reading assumed."""
+
     students: list[Student]
     notes: list[str] = field(default_factory=list)  # e.g. which encoding was assumed
 
 
 def load_roster(path: Path) -> Roster:
+    """The students of a roster file (see the module's docstring), checked: a SpecError of one line
+    naming the file and line."""
     text, notes = _decode(read_user_bytes(path, "the roster"), path)
     rows = _read_rows(text, path)
     if not rows:

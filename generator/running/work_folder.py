@@ -24,6 +24,8 @@ class WorkFolder:
         self.streams: dict[str, TexStream] = {}
 
     def text(self, name: str, pieces, check=None) -> Path:
+        """Write the document from its pieces into its file, streaming a source TeX reads as it is
+        written until a piece fails its check; give the file's path."""
         path = self._made(name)
         stream = self._stream(name)
         with open(path, "w", encoding="utf-8") as file:
@@ -36,12 +38,14 @@ class WorkFolder:
         return path
 
     def binary(self, name: str, write) -> Path:
+        """Write the document's bytes into its file; give the file's path."""
         path = self._made(name)
         with open(path, "wb") as file:
             write(file)
         return path
 
     def bytes_of(self, document: Path) -> bytes:
+        """A document this sink wrote, as its bytes."""
         return document.read_bytes()
 
     def close_tex_streams(self, files: dict) -> dict:
