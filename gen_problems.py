@@ -16,6 +16,8 @@ EXIT_INTERRUPTED = 130
 
 
 def entry() -> None:
+    """The console script: a stop while the generator loads ends the run in one line (exit 130);
+    then the run itself (``generator.cli.entry``)."""
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, _stopped_while_loading)
     from generator.cli import entry as run  # the run installs its own handlers when it starts
