@@ -4,4 +4,15 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FOR_TESTS=1 bash scripts/setup.sh
+# The habits CI keeps, before the tests: ruff's rules ([tool.ruff] in pyproject.toml) over the
+# repository, and mypy over the library's front door ([tool.mypy]).  Each lists what it found,
+# then one line says which failed, and the script stops.
+if ! .venv/bin/ruff check --quiet --output-format concise .; then
+  echo "test.sh: ruff check failed (the findings above; fix them or say why in pyproject.toml)" >&2
+  exit 1
+fi
+if ! .venv/bin/mypy --no-error-summary; then
+  echo "test.sh: mypy failed on the library's front door (the errors above)" >&2
+  exit 1
+fi
 exec .venv/bin/python -m pytest "$@"

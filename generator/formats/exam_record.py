@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -88,7 +89,7 @@ class RecordedExam:
     """A whole exam as its record holds it: each version's problems in their order, who sat
     which version (when it had a roster), its seed and the command that drew it."""
 
-    versions: dict[int, list[ProblemSpec]]
+    versions: dict[int, Sequence[ProblemSpec]]
     students: list[Student] | None
     seed: int | None
     draw_command: str
@@ -153,7 +154,7 @@ def _students(papers, versions: dict, path: Path) -> list[Student] | None:
     return students
 
 
-def set_again_command(kept: Path, out: str) -> str:
+def set_again_command(kept: Path, out: str | Path) -> str:
     """The command that sets a kept record's exam again, with the formats it was written in,
     into a folder beside ``out`` named as the kept record's folder."""
     base = Path(out) if Path(out).name not in ("", "..") else Path(out).resolve()

@@ -151,6 +151,11 @@ def document_info(options: Options, plan: Planned, sets, recorded: dict,
     """What the documents print about the run: the header, the seed and the command that
     draws the set again, the time allowed, the table of exponentials, the formats."""
     exam = plan.exam
+    assert options.decimals is not None, "Options.for_run gives the decimals"
+    command = exam.draw_command if exam else ""
+    if plan.drawn:
+        assert plan.seed is not None, "planned_problems draws with a seed"
+        command = draw_command(options, plan.seed)
     if "title" not in info_fields and all(spec.unscaled for v in plan.specs.values() for spec in v):
         info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
     practice = bool(options.practice or options.problem and not options.record)  # a readable id
@@ -158,8 +163,7 @@ def document_info(options: Options, plan: Planned, sets, recorded: dict,
                            **exponent_table(options, sets, recorded)},
                         time_allowed=options.minutes or (exam.time_allowed if exam else 0),
                         seed=plan.seed if plan.drawn or exam else None, decimals=options.decimals,
-                        draw_command=(draw_command(options, plan.seed) if plan.drawn else
-                                      exam.draw_command if exam else ""),
+                        draw_command=command,
                         versioned=bool(options.versions or plan.students
                                        or exam and exam.versioned),
                         formats=(*dict.fromkeys(options.formats), *("pdf",) * options.pdf))
@@ -183,6 +187,7 @@ def exponent_table(options: Options, sets, recorded: dict | None = None) -> dict
     record's own, as its key printed them)."""
     if not options.no_calculator:
         return {}
+    assert options.decimals is not None, "Options.for_run gives the decimals"
     if recorded and recorded.get("exponent_table") and "table_places" in recorded:
         return {name: recorded[name] for name in ("exponent_table", "table_places")}
     return {"exponent_table": NO_CALCULATOR_EXPONENTS,

@@ -20,7 +20,7 @@ import difflib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from generator.kinds import default_mix, type_names
 from generator.kinds.sampling import EMBEDDINGS, MASK_CHOICES, MAX_SEED, PRESETS, WEIGHTS
@@ -77,7 +77,7 @@ def comma_list(allowed: Callable[[], tuple[str, ...]], what: str,
         listed = tuple(name.strip() for name in text.split(",") if name.strip())
         unknown = next((name for name in listed if name not in known), None)
         if unknown is not None or not listed:
-            hint = (instead or {}).get(unknown) or next(
+            hint = (instead or {}).get(unknown or "") or next(
                 (f"did you mean {close!r}? " for close in
                  difflib.get_close_matches(unknown or "", known, n=1)), "")
             raise UsageError(f"unknown {what} {unknown if unknown is not None else text!r} "
@@ -149,7 +149,8 @@ class Option:
     refused_by: tuple[str, ...] = ()  # the inputs that fix what it would choose (see above)
     redraw: bool = False  # the redraw command writes it, when the run has it
     unwritten: object = None  # a value the redraw command leaves out (the one the run takes)
-    shown: Callable[[object], object] = _as_given  # its value as the redraw command writes it
+    # its value as the redraw command writes it; the value's type is the option's own (Any)
+    shown: Callable[[Any], object] = _as_given
     header: bool = False  # a text of the documents' header
 
     @property
@@ -164,6 +165,7 @@ class Option:
     def parsed(self, text: str):
         """The value of ``text``, read as the flag reads it; the command line's message if
         it cannot be."""
+        assert self.read is not None, f"{self.flag} is a switch: it reads no text"
         try:
             return self.read(text)
         except UsageError as error:
@@ -344,7 +346,7 @@ class Options:
         if self.practice and self.key_file:
             raise UsageError("--practice draws without the exam key; it takes no --key-file")
         if self.problem is not None:
-            self._check_problem()
+            self._check_problem(self.problem)
         self._check_length()
         self._check_values()
         if self.templates:
@@ -368,11 +370,11 @@ class Options:
         if clash:
             raise UsageError(f"{fixed}; it takes no {clash[0].flag}")
 
-    def _check_problem(self) -> None:
-        if not self.problem.strip():
+    def _check_problem(self, problem: str) -> None:
+        if not problem.strip():
             raise UsageError("--problem needs an id, such as M42-7")
-        if EXAM_CODE.match(self.problem.strip()) and not self.record:
-            raise UsageError(f"--problem {self.problem.strip()} is an exam's code: only its "
+        if EXAM_CODE.match(problem.strip()) and not self.record:
+            raise UsageError(f"--problem {problem.strip()} is an exam's code: only its "
                              f"record can set it again; add --record with that run's "
                              f"problems.json")
         if any(self._given(name) for name in ("count", "seed", "versions", "students")):
