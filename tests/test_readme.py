@@ -1,9 +1,14 @@
-"""Every gen-problems command shown in the README's code blocks runs as shown (exit 0).
+"""Every gen-problems command shown in the README's and the docs' code blocks runs as shown
+(exit 0).
 
-The commands run in the README's order, in one folder holding the files they name. A command
-without --out gets one of its own; the example exam code (K7Q2-M4XP) stands for a code of the
-record that its command names, since codes come from each teacher's own key."""
+Each document's commands run in its order, in one folder of its own holding the files the
+document shows: a code block right after a line ending in a file's name and a colon
+(``roster.csv`:``) is that file.  A command without --out gets one of its own; the example
+exam code (K7Q2-M4XP) stands for a code of the record that its command names, since codes
+come from each teacher's own key.  Commands that compile PDFs are marked slow; commands that
+name the example plugin's type or format run only where that plugin is installed."""
 
+import importlib.util
 import json
 import re
 import shlex
@@ -11,44 +16,77 @@ from pathlib import Path
 
 import pytest
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, re.DOTALL)
-COMMANDS = [line.split("  #")[0].strip() for kind, body in BLOCKS if kind == "sh"
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+GUIDE = ROOT / "docs" / "guide.md"
+FILE_BLOCK = re.compile(r"`([\w.-]+\.(?:csv|toml|json))`:\n\n```\w*\n(.*?)```", re.DOTALL)
+EXAMPLE_CODE = "K7Q2-M4XP"
+PLUGIN_NAMES = {"sentence-vector", "answer-sheet"}  # examples/gen-problems-pooling's
+
+
+def text_of(document: Path) -> str:
+    return document.read_text(encoding="utf-8")
+
+
+def commands_of(document: Path) -> list[str]:
+    """The gen-problems lines of the document's ```sh blocks, comments cut off, in order."""
+    blocks = re.findall(r"```(\w*)\n(.*?)```", text_of(document), re.DOTALL)
+    return [line.split("  #")[0].strip() for kind, body in blocks if kind == "sh"
             for line in body.splitlines() if line.startswith("gen-problems ")]
 
 
-def block_after(marker: str) -> str:
-    """The first code block after a line of the README, e.g. the roster it shows."""
-    return re.search(re.escape(marker) + r".*?```\w*\n(.*?)```", README, re.DOTALL).group(1)
+def files_of(document: Path) -> dict[str, str]:
+    """The files the document shows (the first block of each name)."""
+    files: dict[str, str] = {}
+    for name, body in FILE_BLOCK.findall(text_of(document)):
+        files.setdefault(name, body)
+    return files
 
 
-@pytest.fixture
-def readers_folder(tmp_path, monkeypatch):
-    """A folder holding the files the README's commands name, as the README shows them."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "roster.csv").write_text(block_after("`roster.csv` is CSV"))
-    (tmp_path / "worked.toml").write_text(block_after("five lines, `worked.toml`"))
-    return tmp_path
+def marked(document: Path, number: int, command: str):
+    words = set(shlex.split(command))
+    marks = [pytest.mark.slow] if "--pdf" in words else []
+    if words & PLUGIN_NAMES and importlib.util.find_spec("gen_problems_pooling") is None:
+        marks.append(pytest.mark.skip(reason="the example plugin is not installed here"))
+    return pytest.param(document, command, marks=marks,
+                        id=f"{document.relative_to(ROOT).as_posix()}-{number}")
 
 
-def test_the_readme_shows_commands():
-    assert len(COMMANDS) >= 12
+SHOWN = [marked(document, number, command) for document in DOCUMENTS
+         for number, command in enumerate(commands_of(document), 1)]
 
 
-EXAMPLE_CODE = "K7Q2-M4XP"
+def test_the_documents_show_commands():
+    assert len(commands_of(ROOT / "README.md")) >= 4
+    assert len(commands_of(GUIDE)) >= 12
+
+
+def test_the_files_the_commands_name_are_shown():
+    """roster.csv and worked.toml are shown in the documents that use them."""
+    for document in DOCUMENTS:
+        used = {word for command in commands_of(document) for word in shlex.split(command)
+                if re.fullmatch(r"[\w-]+\.(csv|toml)", word)}
+        assert used <= set(files_of(document)), document.name
 
 
 @pytest.fixture(scope="module")
-def shared_folder(tmp_path_factory):
-    return tmp_path_factory.mktemp("readme")
+def folders(tmp_path_factory):
+    """A folder per document, kept across its commands: earlier commands' outputs stay for
+    later ones."""
+    made: dict[Path, Path] = {}
+
+    def folder(document: Path) -> Path:
+        if document not in made:
+            made[document] = tmp_path_factory.mktemp(document.stem)
+            for name, body in files_of(document).items():
+                (made[document] / name).write_text(body, encoding="utf-8")
+        return made[document]
+    return folder
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_every_readme_command_runs_as_shown(shared_folder, readers_folder, run_cli, command,
-                                            monkeypatch):
-    monkeypatch.chdir(shared_folder)  # earlier commands' folders stay for later ones
-    for name in ("roster.csv", "worked.toml"):
-        (shared_folder / name).write_text((readers_folder / name).read_text())
+@pytest.mark.parametrize(("document", "command"), SHOWN)
+def test_every_shown_command_runs_as_shown(folders, run_cli, monkeypatch, document, command):
+    monkeypatch.chdir(folders(document))
     words = shlex.split(command)[1:]
     if EXAMPLE_CODE in words:
         record = json.loads(Path(words[words.index("--record") + 1]).read_text())
@@ -59,14 +97,15 @@ def test_every_readme_command_runs_as_shown(shared_folder, readers_folder, run_c
     assert code == 0, err
 
 
-def test_the_readme_names_every_template():
-    root = Path(__file__).resolve().parent.parent / "templates"
+def test_the_guide_names_every_template():
+    guide = text_of(GUIDE)
+    root = ROOT / "templates"
     for path in root.rglob("*"):
         if path.is_file():
             name = path.relative_to(root).as_posix()
             folder, _, rest = name.rpartition("/")
-            family = f"{folder}/<" in README  # e.g. latex/steps/<step or kind>.tex.j2
+            family = f"{folder}/<" in guide  # e.g. latex/steps/<step or kind>.tex.j2
             markdown = name.startswith("markdown/") and (
-                "latex/" + name[len("markdown/"):].replace(".md.j2", ".tex.j2") in README
-                or f"latex/{folder[len('markdown/'):]}/<" in README)
-            assert name in README or family or markdown, name
+                "latex/" + name[len("markdown/"):].replace(".md.j2", ".tex.j2") in guide
+                or f"latex/{folder[len('markdown/'):]}/<" in guide)
+            assert name in guide or family or markdown, name
