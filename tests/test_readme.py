@@ -5,8 +5,10 @@ Each document's commands run in its order, in one folder of its own holding the 
 document shows: a code block right after a line ending in a file's name and a colon
 (``roster.csv`:``) is that file.  A command without --out gets one of its own; the example
 exam code (K7Q2-M4XP) stands for a code of the record that its command names, since codes
-come from each teacher's own key.  Commands that compile PDFs are marked slow; commands that
-name the example plugin's type or format run only where that plugin is installed."""
+come from each teacher's own key.  Every document's commands draw with one fixed exam key, so
+that a command with a seed draws the same problems on every run of the suite.  Commands that
+compile PDFs are marked slow; commands that name the example plugin's type or format run
+only where that plugin is installed."""
 
 import importlib.util
 import json
@@ -70,6 +72,18 @@ def test_the_files_the_commands_name_are_shown():
 
 
 @pytest.fixture(scope="module")
+def fixed_key(tmp_path_factory) -> Path:
+    """A config folder whose exam key is always the same (private, as the tool requires)."""
+    config = tmp_path_factory.mktemp("config")
+    folder = config / "gen-problems"
+    folder.mkdir(mode=0o700)
+    key = folder / "exam.key"
+    key.write_text("07" * 32 + "\n")
+    key.chmod(0o600)
+    return config
+
+
+@pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     """A folder per document, kept across its commands: earlier commands' outputs stay for
     later ones."""
@@ -85,7 +99,9 @@ def folders(tmp_path_factory):
 
 
 @pytest.mark.parametrize(("document", "command"), SHOWN)
-def test_every_shown_command_runs_as_shown(folders, run_cli, monkeypatch, document, command):
+def test_every_shown_command_runs_as_shown(folders, fixed_key, run_cli, monkeypatch, document,
+                                           command):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(fixed_key))
     monkeypatch.chdir(folders(document))
     words = shlex.split(command)[1:]
     if EXAMPLE_CODE in words:
