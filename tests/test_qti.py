@@ -18,12 +18,12 @@ from generator.formats.qti import render_qti
 from generator.kinds import type_names
 from generator.kinds.sampling import draw_options, sample_set
 from generator.maths.engine import solve
-from generator.maths.marking import Tolerances
 from generator.maths.spec import MISTAKES, mistakes_that_fit
 from generator.rendering.paper import DocumentInfo, answer_keys
 from generator.running.pipeline import solve_checked
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qti-small" / "qti.txt"
+FAIR = 4  # a margin wider than this many times what rounding can move an entry is not fair
 QUIZ_TYPES = {"text_only_question", "numerical_question", "short_answer_question",
               "multiple_choice_question"}
 
@@ -80,6 +80,121 @@ def typed(value: float, decimals: int) -> str:
     return f"{value * scale:.{min(decimals, 4)}f}"
 
 
+# -- how far a student who rounds can land: interval arithmetic, written apart from marking ---
+
+def interval(low, high=None):
+    return (np.asarray(low, dtype=float), np.asarray(low if high is None else high, dtype=float))
+
+
+def times(a, b):
+    """Each entry's product over two intervals: the least and the most of its corners."""
+    corners = [a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]]
+    return interval(np.minimum.reduce(corners), np.maximum.reduce(corners))
+
+
+def read(value, decimals):
+    """Numbers read as shown, to the shown decimals: each within half a unit of its value,
+    unless it has no more decimals than are shown."""
+    value, u = np.asarray(value, dtype=float), 0.5 * 10.0**-decimals
+    finite = np.where(np.isfinite(value), value, 0.0)
+    off = np.where(np.abs(np.round(finite, decimals) - finite) < 1e-12, 0.0, u)
+    return interval(value - off, value + off)
+
+
+def step_interval(step, inputs, spec, decimals):
+    """Every value the student can reach for a step from inputs anywhere in their intervals,
+    writing sqrt(d_k), exponentials and a row's dot product to the shown decimals; before the
+    student rounds the result."""
+    u = 0.5 * 10.0**-decimals
+    if step.op in ("product", "blend"):
+        (al, ah), (bl, bh) = inputs
+        if step.transpose_left:
+            al, ah = al.T, ah.T
+        if step.transpose:
+            bl, bh = bl.T, bh.T
+        low, high = times(interval(al[:, :, None], ah[:, :, None]), interval(bl[None], bh[None]))
+        return interval(low.sum(axis=1), high.sum(axis=1))
+    if step.op == "scaling":
+        factor = {"one": interval(1.0), "one-over-dk": interval(1.0 / spec.d_k)}.get(step.factor)
+        if factor is None and spec.scale is None:
+            divisor = read(np.sqrt(spec.d_k), decimals)
+            factor = interval(1 / divisor[1], 1 / divisor[0])
+        elif factor is None:
+            factor = read(float(spec.scale), decimals)
+        return times(inputs[0], factor)
+    if step.op == "masking":
+        (low, high), = inputs
+        rows, columns = np.indices(low.shape)
+        return interval(np.where(columns > rows, -np.inf, low), np.where(columns > rows, -np.inf, high))
+    if step.op == "softmax":
+        (low, high), = inputs
+        if step.by_columns:
+            low, high = low.T, high.T
+        seen = np.isfinite(low)
+        e_low = np.where(seen, np.maximum(np.exp(np.where(seen, low, 0.0)) - u, 0.0), 0.0)
+        e_high = np.where(seen, np.exp(np.where(seen, high, 0.0)) + u, 0.0)
+        # w_j = e_j / sum: least with e_j least and every other exponential most, and so on
+        below = e_low + e_high.sum(axis=1, keepdims=True) - e_high
+        w_low = np.divide(e_low, below, out=np.ones_like(below), where=below > 0)  # e/e: 1
+        w_high = e_high / (e_high + e_low.sum(axis=1, keepdims=True) - e_low)
+        w_low, w_high = np.where(seen, w_low, 0.0), np.where(seen, w_high, 0.0)
+        return interval(w_low.T, w_high.T) if step.by_columns else interval(w_low, w_high)
+    if step.op == "add":
+        return interval(sum(low for low, _ in inputs), sum(high for _, high in inputs))
+    if step.op == "softmax-backward":
+        a, g = inputs
+        products = times(a, g)
+        dot = interval(products[0].sum(axis=1, keepdims=True) - u,
+                       products[1].sum(axis=1, keepdims=True) + u)
+        return times(a, interval(g[0] - dot[1], g[1] - dot[0]))
+    if step.op == "jacobian":
+        low, high = inputs[0][0][0], inputs[0][1][0]
+        delta = np.eye(len(low))
+        return times(interval(low[:, None], high[:, None]),
+                     interval(delta - high[None, :], delta - low[None, :]))
+    if step.op == "concat":
+        return interval(np.hstack([low for low, _ in inputs]), np.hstack([high for _, high in inputs]))
+    raise AssertionError(f"no interval rule for the op {step.op!r}")
+
+
+def reaches(question, decimals) -> dict:
+    """How far from the key each written entry can be for a student who rounds every step to
+    the shown decimals and works on from their own rounded values (the statement's shown
+    matrices read as shown), by the step's identity: the documented tolerance rule, bounded
+    by interval arithmetic instead of marking's first-order rule."""
+    u = 0.5 * 10.0**-decimals
+    shown = {id(step) for _, _, step in question.shown}
+    written, found = {}, {}
+    for prefix, solution in question.worked:
+        mine = {}
+        for step_def, step in zip(solution.plan, solution.steps):
+            name = prefix + step.name if "." not in step.name else step.name
+            if step_def.is_given and step.name in question.spec.matrices:
+                mine[step.name] = interval(step.numeric)
+            elif step_def.is_given and name in written:
+                mine[step.name] = written[name]
+            elif step_def.is_given or id(step) in shown:
+                mine[step.name] = read(step.numeric, decimals)
+            else:
+                low, high = step_interval(step_def, [mine[i] for i in step_def.inputs],
+                                          solution.spec, decimals)
+                mine[step.name] = written[name] = interval(low - u, high + u)
+            found.setdefault(id(step), distance(step.numeric, *mine[step.name]))
+    return found
+
+
+def distance(key, low, high):
+    """How far each entry of an interval reaches from the key's (none where the key is -inf)."""
+    seen = np.isfinite(key)
+    key, low, high = (np.where(seen, x, 0.0) for x in (key, low, high))
+    return np.maximum(key - low, high - key)
+
+
+def read_reach(value, decimals):
+    """How far a matrix read off the page, as shown, can be from its value."""
+    return distance(value, *read(value, decimals))
+
+
 @pytest.mark.parametrize("decimals", [2, 4, 6])
 @pytest.mark.parametrize("difficulty", ["easy", "hard"])
 def test_every_item_imports_and_a_student_who_rounds_is_accepted(difficulty, decimals, tmp_path):
@@ -106,20 +221,26 @@ def test_every_item_imports_and_a_student_who_rounds_is_accepted(difficulty, dec
 
 @pytest.mark.parametrize("decimals", [2, 4, 6])
 def test_numerical_answers_are_the_keys_values_with_the_fair_margin(decimals, tmp_path):
+    """The margin covers every student the tolerance rule accepts (within reach of the key,
+    bounded here by interval arithmetic), wherever 4 decimals put the key and as Canvas
+    rounds, and is no more than FAIR times that reach."""
     questions = drawn("medium", decimals, count=21, seed=5)
     by_id = {q.spec.id: q for q in questions}
+    reach = {pid: reaches(q, decimals) for pid, q in by_id.items()}
+    mine = {pid: student_values(q, decimals) for pid, q in by_id.items()}
     scale = 10 ** max(0, decimals - 4)
     for item, pid, letter, k, i, j in numerical_items(canvas.import_package(
             package_of(questions, tmp_path, decimals))):
         question = by_id[pid]
         step = next(p for p in question.parts if p.letter == letter).written[k - 1]
-        tolerance = Tolerances(question, decimals).of(step).chain[i, j] * scale
+        far = reach[pid].get(id(step), read_reach(step.numeric, decimals))[i, j] * scale
+        student = mine[pid].get(id(step), rounded(step.numeric, decimals))[i, j] * scale
+        assert abs(student - step.numeric[i, j] * scale) <= far + 1e-12  # within reach
         answer = item.answers[0]
         assert answer.exact == pytest.approx(step.numeric[i, j] * scale, abs=5e-5)
         off = abs(answer.exact - step.numeric[i, j] * scale)
-        # the margin covers the tolerance, where 4 decimals put the key, and Canvas's rounding
-        assert tolerance + off + 5e-5 <= answer.margin + 1e-12
-        assert answer.margin <= tolerance + off + 5e-5 + 1e-4 + 1e-12
+        assert far + off + 5e-5 <= answer.margin + 1e-12
+        assert answer.margin <= FAIR * far + off + 5e-5 + 1e-4 + 1e-12
         assert f"[{i + 1},{j + 1}]" in item.name and item.name.startswith(pid)
         if scale != 1:
             assert f"multiplied by {scale}" in item.text
