@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
-import time
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -35,38 +36,80 @@ def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+# Runs gen-problems with the thresholds low enough that a small set forks, and a handshake: a
+# child that solves (PHASE=solving) or writes a format (any other PHASE) says so on the
+# handshake pipe and then works until it is stopped; the run says when it waits for a child.
+STOPPED_RUN = textwrap.dedent('''\
+    import os, sys, time
+    from generator.running import forked, pipeline, scheduler
+    handshake, parent = int(os.environ["HANDSHAKE"]), os.getpid()
+
+    def say(line):
+        os.write(handshake, (line + "\\n").encode())
+
+    def works_on_in_child(function):
+        def working(*args):
+            if os.getpid() == parent:
+                return function(*args)
+            say(f"child {os.getpid()}")
+            while True:
+                time.sleep(60)
+        return working
+
+    if os.environ["PHASE"] == "solving":
+        scheduler.SOLVE_APART_FROM = 1
+        pipeline.solve_checked = works_on_in_child(pipeline.solve_checked)
+    else:
+        scheduler.FORK_FROM, scheduler.SOLVE_APART_FROM = 1, 10**9
+        scheduler.every_file = works_on_in_child(scheduler.every_file)
+    result = forked.Forked.result
+
+    def waited_for(child):
+        say("waiting")
+        return result(child)
+    forked.Forked.result = waited_for
+    from generator.cli import main
+    sys.exit(main(sys.argv[1:]))
+    ''')
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a set is solved apart on two cores")
 @pytest.mark.parametrize("phase, forks", [("solving", 1), ("writing the other formats", 2)])
 def test_a_run_stopped_while_forked_leaves_no_process_and_the_folder_as_it_was(tmp_path, phase, forks):
     """Stopped while a child solves part of the set (one child), or while children write
-    the other formats (two at once, Markdown and JSON)."""
+    the other formats (two at once, Markdown and JSON), once the run waits for them."""
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "generator.cli", "--count", "400", "--difficulty", "hard",
-               "--seed", "5", "--out", str(out)]
-    run = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(_live_children(run.pid)) < forks:
-        time.sleep(0.02)
-    children = _live_children(run.pid)
-    assert len(children) >= forks, f"the run never forked while {phase}"
-    run.send_signal(signal.SIGTERM)
-    assert run.wait(timeout=60) == 130
+    read, write = os.pipe()
+    run = subprocess.Popen([sys.executable, "-c", STOPPED_RUN, "--count", "4", "--seed", "5",
+                            "--out", str(out)], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                           pass_fds=[write], env={**os.environ, "HANDSHAKE": str(write),
+                                                  "PHASE": phase})
+    os.close(write)
+    try:
+        children, waiting = said_by(read, run, lambda pids, waiting: len(pids) >= forks and waiting)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) == 130
+    finally:
+        run.kill()
+        os.close(read)
     assert "interrupted" in run.stderr.read()
-    time.sleep(0.2)
-    assert not any(_alive(pid) for pid in children)
+    assert len(children) == forks and not any(_alive(pid) for pid in children)
     assert not out.exists()
 
 
-def _live_children(pid: int) -> list[int]:
-    """The run's children still working (one that has ended, not yet waited for, is not)."""
-    return [child for child in _children(pid) if _alive(child)]
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(child) for child in text.split()]
+def said_by(pipe: int, run: subprocess.Popen, enough) -> tuple[list[int], bool]:
+    """The children that said they work, and whether the run said it waits for one, read from
+    the handshake until ``enough(children, waiting)``."""
+    children, waiting, text = [], False, ""
+    while not enough(children, waiting):
+        ready, _, _ = select.select([pipe], [], [], 300)  # a hang, not a measure of time
+        chunk = os.read(pipe, 4096).decode() if ready else ""
+        assert chunk, f"the run ended or hung before its children worked ({run.poll()})"
+        text += chunk
+        lines = text.splitlines()
+        children = [int(line.split()[1]) for line in lines if line.startswith("child ")]
+        waiting = "waiting" in lines
+    return children, waiting
 
 
 def _alive(pid: int) -> bool:
@@ -106,10 +149,11 @@ def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path,
         return first(self, n)
     monkeypatch.setattr(pipeline.Drawn, "first", logged)
     monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10)
+    monkeypatch.setattr(scheduler, "CHILD_SHARE", 0.45)  # 9 of the 20 problems
     args = ("--count", 5, "--versions", 4, "--seed", 8, "--format", "json")
     assert run_cli(*args, "--out", tmp_path / "apart")[0] == 0
     drawn = [line.split() for line in log.read_text().splitlines()]
-    assert [n for n, _ in drawn] == ["5", "4"]  # 48% of 20: version 1's five, four of version 2's
+    assert [n for n, _ in drawn] == ["5", "4"]  # version 1's five, four of version 2's
     assert {pid for _, pid in drawn} != {str(os.getpid())}  # drawn in the child
     monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10**9)
     assert run_cli(*args, "--out", tmp_path / "alone")[0] == 0

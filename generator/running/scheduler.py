@@ -233,8 +233,9 @@ class Scheduler:
         try:
             documents = self._write_here(here, rendering)
             for driver in apart:
-                child = children.popleft()
+                child = children[0]  # left in place while waited for: a stop stops it too
                 documents.update(child.result() if child else self._write_here([driver], rendering))
+                children.popleft()
                 if child:
                     self.progress.written()
                 if waiting:
