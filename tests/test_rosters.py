@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def international_class(tmp_path_factory):
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is installed by scripts/test.sh")
     out = tmp_path_factory.mktemp("intl") / "out"
-    done = subprocess.run([".venv/bin/gen-problems", "--count", "2", "--students",
+    done = subprocess.run([Path(sys.executable).with_name("gen-problems"), "--count", "2", "--students",
                            ROSTERS / "international.csv", "--pdf", "--title", TITLE, "--out", out],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
