@@ -7,7 +7,7 @@ document shows: a code block right after a line ending in a file's name and a co
 exam code (K7Q2-M4XP) stands for a code of the record that its command names, since codes
 come from each teacher's own key.  Every document's commands draw with one fixed exam key, so
 that a command with a seed draws the same problems on every run of the suite.  Commands that
-compile PDFs are marked slow; commands that name the example plugin's type or format run
+compile PDFs are marked tex; commands that name the example plugin's type or format run
 only where that plugin is installed."""
 
 import importlib.util
@@ -47,7 +47,7 @@ def files_of(document: Path) -> dict[str, str]:
 
 def marked(document: Path, number: int, command: str):
     words = set(shlex.split(command))
-    marks = [pytest.mark.slow] if "--pdf" in words else []
+    marks = [pytest.mark.tex] if "--pdf" in words else []
     if words & PLUGIN_NAMES and importlib.util.find_spec("gen_problems_pooling") is None:
         marks.append(pytest.mark.skip(reason="the example plugin is not installed here"))
     return pytest.param(document, command, marks=marks,
