@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: install what is needed (torch CPU from disk included), then run pytest.
-# Arguments are passed to pytest.
+# Arguments are passed to pytest; --fast runs only the fast tier (docs/testing.md): the tests
+# marked neither slow, tex, browser nor equivalence.  Without it, every test runs (CI's run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FOR_TESTS=1 bash scripts/setup.sh
@@ -15,4 +16,13 @@ if ! .venv/bin/mypy --no-error-summary; then
   echo "test.sh: mypy failed on the library's front door (the errors above)" >&2
   exit 1
 fi
-exec .venv/bin/python -m pytest "$@"
+FAST=()
+ARGS=()
+for arg in "$@"; do
+  if [ "$arg" = --fast ]; then
+    FAST=(-m "not slow and not tex and not browser and not equivalence")
+  else
+    ARGS+=("$arg")
+  fi
+done
+exec .venv/bin/python -m pytest ${FAST[@]+"${FAST[@]}"} ${ARGS[@]+"${ARGS[@]}"}

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from generator.cli import main
+from generator.kinds.sampling import sample_set
 from generator.maths.spec import spec_from_record
 from generator.rendering.paper import DocumentInfo, answer_keys, question_papers
 from generator.running.pipeline import solve_checked
@@ -44,6 +45,21 @@ def make_question(**record):
 def make_solution(**record):
     """The checked solution of a full problem."""
     return make_question(**record).solution
+
+
+SOLVED: dict[tuple, list] = {}  # drawn sets solved so far in this test run
+
+
+def solved_set(options, seed: int, count: int, version: int = 1, types=None) -> list:
+    """The first ``count`` problems of ``sample_set(options, seed, count, version, types)``,
+    solved and checked once per test run and shared (a question is frozen): problem i is
+    drawn the same however many follow, so a longer set solved already serves a shorter one."""
+    key = (options, seed, version, types)
+    solved = SOLVED.get(key, [])
+    if len(solved) < count:
+        specs = sample_set(options, seed, count, version, types)
+        solved = SOLVED[key] = solved + [solve_checked(spec) for spec in specs[len(solved):]]
+    return solved[:count]
 
 
 def render(renderer, questions, info=None):
@@ -102,3 +118,37 @@ def unmount(folder: Path) -> None:
             return
         time.sleep(0.1)
     subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+# -- the tiers: pyproject.toml's markers, scripts/test.sh --fast, docs/testing.md ----------------
+
+NOT_FAST = ("slow", "tex", "browser", "equivalence")
+
+
+@pytest.fixture(autouse=True)
+def fast_tier_starts_no_tex_nor_chromium(request, monkeypatch):
+    """A test of the fast tier (none of the NOT_FAST marks) that starts TeX or Chromium fails,
+    saying which mark it needs: the fast tier stays fast as tests are added."""
+    if any(request.node.get_closest_marker(mark) for mark in NOT_FAST):
+        yield
+        return
+    started = []
+
+    def refused(what):
+        def start(*args, **kwargs):
+            started.append(what)
+            raise RuntimeError(f"{what} started by a test of the fast tier")
+        return start
+
+    from generator.pdf import texformat, texrun
+    monkeypatch.setattr(texrun, "jailed", refused("TeX"))
+    monkeypatch.setattr(texformat, "jailed", refused("TeX"))
+    try:
+        from playwright.sync_api._generated import BrowserType
+        monkeypatch.setattr(BrowserType, "launch", refused("Chromium"))
+    except ImportError:
+        pass
+    yield
+    if started:
+        pytest.fail(f"this test starts {started[0]}: mark it "
+                    f"{'tex' if started[0] == 'TeX' else 'browser'} (or slow)", pytrace=False)

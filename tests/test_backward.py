@@ -62,6 +62,7 @@ def autograd(torch, record, spec):
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(backward_records())
+@pytest.mark.slow
 def test_every_gradient_equals_autograd(record):
     torch = torch_or_skip()
     question = make_question(**record, type="backward")  # also held against numpy
@@ -101,6 +102,7 @@ def test_a_hand_checked_problem_prints_every_number(tmp_path, run_cli):
     assert record["steps"]["dscaled"][0] == pytest.approx([-0.442362, 0.442362], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_drawn_backward_problems_at_every_difficulty(tmp_path, run_cli):
     for difficulty in ("easy", "medium", "hard"):
         out = tmp_path / difficulty

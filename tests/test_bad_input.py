@@ -276,6 +276,7 @@ def test_a_malicious_template_cannot_run_code(tmp_path, run_cli, monkeypatch, pa
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "o").exists()
 
 
+@pytest.mark.tex
 def test_a_paper_template_that_breaks_the_split_is_reported(tmp_path, run_cli):
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name\na1,Ann\nb2,Bob\n")

@@ -135,6 +135,7 @@ def test_user_templates_override_one_file(tmp_path, run_cli):
     assert "S[2,2] = 0·0 + 1·2 = 2" in printed
 
 
+@pytest.mark.slow
 def test_installed_console_script(tmp_path):
     script = Path(sys.executable).with_name("gen-problems")
     done = subprocess.run([script, "--count", "2", "--seed", "1", "--out", tmp_path],
@@ -173,6 +174,7 @@ def test_bad_config_files(tmp_path, run_cli, text, expected):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_the_wheel_builds_quietly_and_carries_every_template(tmp_path):
     """setuptools is told about every template folder, so it neither warns nor drops one."""
     root = Path(__file__).resolve().parent.parent

@@ -12,6 +12,7 @@ import re
 
 import pytest
 from conftest import make_question
+from test_web import needs_browser
 
 from generator.maths.spec import spec_from_record
 from generator.rendering.paper import ExamProblem, part_seconds, writing_lines
@@ -48,12 +49,12 @@ def minutes_of(out) -> dict[str, int]:
 
 @pytest.mark.parametrize("budget, args", [
     (50, ["--types", FOUR]),
-    (50, ["--types", FOUR, "--no-calculator"]),
-    (50, ["--types", FOUR, "--versions", "6"]),
-    (90, ["--types", EIGHT]),
-    (90, ["--types", EIGHT + ",softmax-jacobian"]),
-    (30, ["--types", "full,backward", "--difficulty", "hard"]),
-    (20, ["--types", "heads"]),
+    pytest.param(50, ["--types", FOUR, "--no-calculator"], marks=pytest.mark.slow),
+    pytest.param(50, ["--types", FOUR, "--versions", "6"], marks=pytest.mark.slow),
+    pytest.param(90, ["--types", EIGHT], marks=pytest.mark.slow),
+    pytest.param(90, ["--types", EIGHT + ",softmax-jacobian"], marks=pytest.mark.slow),
+    pytest.param(30, ["--types", "full,backward", "--difficulty", "hard"], marks=pytest.mark.slow),
+    pytest.param(20, ["--types", "heads"], marks=pytest.mark.slow),
 ])
 def test_every_listed_type_fits_the_time_and_every_version_is_alike(tmp_path, run_cli, budget, args):
     code, _, err = run_cli("--minutes", budget, *args, "--seed", 11, "--out", tmp_path)
@@ -76,6 +77,7 @@ def test_every_listed_type_fits_the_time_and_every_version_is_alike(tmp_path, ru
             assert abs(minutes[mine["id"]] - minutes[theirs["id"]]) <= 0.1 * minutes[theirs["id"]]
 
 
+@pytest.mark.slow
 def test_a_50_minute_paper_is_a_midterm_of_short_problems(tmp_path, run_cli):
     """Each problem of a 50-minute paper takes 8 to 15 minutes, as real courses set them;
     what is given is on the paper (Q, K, V; the other head's output; the row asked)."""
@@ -92,6 +94,7 @@ def test_a_50_minute_paper_is_a_midterm_of_short_problems(tmp_path, run_cli):
     assert all("row" in p["spec"] for p in problems if p["type"] == "backward")
 
 
+@pytest.mark.slow
 def test_a_sized_problem_is_set_again_exactly_from_its_code(tmp_path, run_cli):
     exam = tmp_path / "exam"
     assert run_cli("--minutes", 50, "--types", FOUR, "--seed", 2, "--out", exam)[0] == 0
@@ -111,6 +114,7 @@ def test_marks_budget_keeps_every_listed_type(tmp_path, run_cli):
     assert all(marks <= 36 for marks, _ in papers(tmp_path))
 
 
+@pytest.mark.slow
 def test_a_list_that_cannot_fit_says_the_least_it_needs_in_one_line(tmp_path, run_cli):
     code, _, err = run_cli("--minutes", 15, "--types", FOUR, "--seed", 4, "--out", tmp_path / "a")
     assert code == 2 and err.count("\n") == 1
@@ -123,6 +127,7 @@ def test_a_list_that_cannot_fit_says_the_least_it_needs_in_one_line(tmp_path, ru
     assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.slow
 def test_twenty_minutes_of_heads_are_sized_heads_problems(tmp_path, run_cli):
     """Refused before ("the first problem alone takes 53 minutes")."""
     assert run_cli("--minutes", 20, "--types", "heads", "--seed", 5, "--out", tmp_path)[0] == 0
@@ -141,12 +146,14 @@ def test_a_generous_budget_repeats_a_short_list_and_keeps_the_presets_size(tmp_p
     assert papers(tmp_path)[0][1] <= 30
 
 
+@pytest.mark.slow
 def test_the_default_mix_keeps_its_first_types_that_fit_and_says_so(tmp_path, run_cli):
     code, _, err = run_cli("--marks", 30, "--seed", 3, "--out", tmp_path)
     assert code == 0 and "holds the first 4 types of the default mix" in err
     assert [p["type"] for p in record(tmp_path)["problems"]] == ["full", "row", "mistake", "permute"]
 
 
+@pytest.mark.slow
 def test_the_teachers_own_sizes_stay(tmp_path, run_cli):
     assert run_cli("--minutes", 50, "--types", FOUR, "--tokens", "3", "--dk", "4", "--seed", 7,
                    "--out", tmp_path)[0] == 0
@@ -160,6 +167,7 @@ def test_the_teachers_own_sizes_stay(tmp_path, run_cli):
     ["--types", "mistake,mistake"],  # the mistake decides what is recomputed
     ["--types", "full,masked", "--difficulty", "hard"],  # 3 to 5 tokens, some masked
 ])
+@pytest.mark.slow
 def test_versions_without_a_budget_are_alike(tmp_path, run_cli, args):
     """6 of 40 versions of a backward problem carried an extra 1-mark choice part."""
     assert run_cli(*args, "--versions", 8, "--seed", 9, "--practice", "--out", tmp_path)[0] == 0
@@ -176,6 +184,7 @@ def test_versions_without_a_budget_are_alike(tmp_path, run_cli, args):
     assert len({minutes for _, minutes in papers(tmp_path)}) == 1
 
 
+@pytest.mark.slow
 def test_a_later_versions_practice_id_draws_it_again(tmp_path, run_cli):
     assert run_cli("--types", "mistake,backward", "--versions", 3, "--seed", 8, "--practice",
                    "--out", tmp_path / "set")[0] == 0
@@ -251,6 +260,7 @@ def sized_questions(decimals: int, difficulty: str = "medium") -> list:
 
 
 @pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.slow
 def test_sized_problems_keep_every_check(decimals, tmp_path):
     from canvas_import import accepts, import_package
     from conftest import render
@@ -278,6 +288,7 @@ def test_sized_problems_keep_every_check(decimals, tmp_path):
     assert refused == []
 
 
+@pytest.mark.slow
 def test_a_sized_moodle_bank_parses_and_weighs_as_the_paper(tmp_path, run_cli):
     from test_moodle import test_every_gap_parses_by_moodles_rules_and_weighs_as_the_paper as weighs
     assert run_cli("--minutes", 50, "--types", FOUR, "--seed", 3, "--format", "moodle",
@@ -285,7 +296,7 @@ def test_a_sized_moodle_bank_parses_and_weighs_as_the_paper(tmp_path, run_cli):
     weighs(tmp_path)
 
 
-@pytest.mark.skipif(__import__("shutil").which("chromium") is None, reason="no chromium")
+@needs_browser
 def test_the_practice_page_marks_a_sized_paper_with_its_keys_values(tmp_path, run_cli):
     """Every grid of a sized paper, filled in by a student who works by hand and rounds each
     step (test_marking's student), is right on the page, with no script error."""

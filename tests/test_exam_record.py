@@ -104,6 +104,7 @@ def test_a_spec_files_record_is_kept_too(tmp_path, run_cli):
 
 
 @pytest.mark.parametrize("fault", ["error", "kill"])
+@pytest.mark.slow
 def test_a_commit_that_fails_or_is_killed_keeps_nothing_and_loses_nothing(tmp_path, fault):
     out = tmp_path / "out"
     assert gen("--count", 2, "--seed", 1, "--out", out).returncode == 0
@@ -146,6 +147,7 @@ def test_a_kept_record_may_be_read_by_a_run_into_its_own_folder(tmp_path, run_cl
 
 # -- a whole exam set again from its record ---------------------------------------------------
 
+@pytest.mark.slow
 def test_a_redrawn_exam_is_set_again_whole_from_its_kept_record(tmp_path, run_cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     header = ("--title", "Midterm 1:  Attention", "--course", "ML 101", "--date", "2 Dec",

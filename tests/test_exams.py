@@ -62,7 +62,8 @@ def test_the_teachers_key_draws_the_same_exam_again_anywhere(tmp_path, run_cli, 
 
 @pytest.mark.parametrize("difficulty, types", [
     ("easy", "full,row,mistake,permute,masked,concept"),  # heads cannot be drawn at easy
-    ("medium", ALL_TYPES), ("hard", ALL_TYPES)])
+    pytest.param("medium", ALL_TYPES, marks=pytest.mark.slow),
+    pytest.param("hard", ALL_TYPES, marks=pytest.mark.slow)])
 def test_every_type_is_set_again_exactly_from_its_code_and_the_record(tmp_path, run_cli,
                                                                        difficulty, types):
     exam = tmp_path / "exam"
@@ -138,6 +139,7 @@ def test_papers_state_marks_and_an_estimated_time_per_problem_and_in_all(tmp_pat
 
 
 @pytest.mark.parametrize("budget", [["--minutes", "50"], ["--marks", "30"]])
+@pytest.mark.slow
 def test_a_set_fits_the_time_or_marks_asked_for(tmp_path, run_cli, budget):
     assert run_cli(*budget, "--seed", 3, "--out", tmp_path)[0] == 0
     sheet = (tmp_path / "questions.md").read_text()
@@ -190,6 +192,7 @@ def test_a_scale_for_random_draws(tmp_path, run_cli):
     assert code == 2 and "must be positive" in err
 
 
+@pytest.mark.tex
 def test_scale_one_reads_as_unscaled_attention(tmp_path, run_cli):
     assert run_cli("--scale", "1", "--types", "full,masked,row,heads,concept", "--seed", 3,
                    "--pdf", "--out", tmp_path)[0] == 0
@@ -228,6 +231,7 @@ def test_a_value_exact_in_disguise_prints_exactly():
     assert not is_exact_at(almost, 4) and decimal_text(almost, 4) == "2.0000"
 
 
+@pytest.mark.tex
 def test_a_long_redraw_command_wraps_inside_the_margin(tmp_path, run_cli):
     key = tmp_path / ("a-very-long-folder-name/" * 4) / "exam.key"
     assert run_cli("--count", 1, "--key-file", key, "--pdf", "--out", tmp_path / "o")[0] == 0

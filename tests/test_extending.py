@@ -64,6 +64,7 @@ def expected_steps(p=None):
     return {"X'": x, "Q": q, "K": k, "V": v, "scores": scores, "scaled": scores / math.sqrt(2)}
 
 
+@pytest.mark.tex
 def test_a_question_type_defined_in_a_test_gets_every_format(tmp_path, run_cli, toy_type):
     spec = spec_file(tmp_path, type="scaled-only", X=X, **W)
     code, _, err = run_cli("--spec", spec, "--pdf", "--format", "md,html,moodle", "--out",
@@ -169,6 +170,7 @@ def test_a_pipeline_step_added_through_the_registry_is_solved_and_cross_checked(
         spec_from_record({"X": X, "P": P[:2], **W}, "short")  # the registry's shape rule for add
 
 
+@pytest.mark.tex
 def test_a_pipeline_step_reaches_every_format(tmp_path, run_cli, positional_step):
     spec = spec_file(tmp_path, X=X, P=P, **W)
     code, _, err = run_cli("--spec", spec, "--pdf", "--format", "md,html,moodle", "--out", tmp_path)

@@ -25,12 +25,13 @@ def outputs(folder: Path) -> dict[str, bytes]:
             if not name.startswith(".gen-problems")}
 
 
-def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path):
+def test_a_failure_in_the_forked_process_is_the_runs_own(run_cli, tmp_path, monkeypatch):
     """A teacher's broken Markdown template, met by the child: one line, exit 2, no files."""
     mine = tmp_path / "mine" / "markdown"
     mine.mkdir(parents=True)
     (mine / "answers.md.j2").write_text("{{ papers | no_such_filter }}\n")
-    code, _, err = run_cli("--count", scheduler.FORK_FROM, "--seed", 3, "--out", tmp_path / "o",
+    monkeypatch.setattr(scheduler, "FORK_FROM", 1)
+    code, _, err = run_cli("--count", 2, "--seed", 3, "--out", tmp_path / "o",
                            "--templates", tmp_path / "mine")
     assert code == 2 and err.count("\n") == 1 and "no_such_filter" in err, err
     assert not (tmp_path / "o").exists()
@@ -73,6 +74,7 @@ STOPPED_RUN = textwrap.dedent('''\
     ''')
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a set is solved apart on two cores")
 @pytest.mark.parametrize("phase, forks", [("solving", 1), ("writing the other formats", 2)])
 def test_a_run_stopped_while_forked_leaves_no_process_and_the_folder_as_it_was(tmp_path, phase, forks):
@@ -122,6 +124,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.equivalence
 def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_path, monkeypatch):
     """The last part of a large set is solved by a forked child and handed back pickled."""
     args = ("--count", 14, "--versions", 2, "--seed", 6, "--difficulty", "hard", "--format", "moodle")
@@ -136,6 +139,7 @@ def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_p
     assert outputs(tmp_path / "apart") == outputs(tmp_path / "alone")
 
 
+@pytest.mark.equivalence
 def test_the_child_draws_only_its_share_and_it_spans_versions(run_cli, tmp_path, monkeypatch):
     """The child draws the problems it solves and no more (problem i is drawn the same however
     many follow), its share running on into the next version; the files are the same."""
@@ -206,6 +210,7 @@ def test_a_stop_python_drops_still_stops_the_run(run_cli, tmp_path, monkeypatch)
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_solved_problems_come_back_from_the_child_as_they_were_built():
     """Every sympy expression the child hands back is the same tree (class, arguments in
     their order, assumptions) as the one it built; the records are the same records."""

@@ -55,6 +55,7 @@ def test_plain_matrix_aligns_columns():
     assert plain_matrix([["1", "-0.5"], ["10", "2"]], indent="") == "[  1  -0.5 ]\n[ 10     2 ]"
 
 
+@pytest.mark.slow
 def test_softmax_forms_are_written_as_sympy_writes_them():
     """problems.json's exact forms: the softmax's own writer gives sympy's text to the letter
     on every form it takes (and leaves the rest to sympy), over sets of every kind."""

@@ -9,14 +9,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import solved_set
 
 from generator.formats.web import moodle_gaps, practice_data
 from generator.kinds import type_names
-from generator.kinds.sampling import draw_options, sample_set
+from generator.kinds.sampling import draw_options
 from generator.maths.engine import solve
 from generator.maths.spec import MISTAKES, mistakes_that_fit
 from generator.rendering.paper import answer_keys
-from generator.running.pipeline import solve_checked
 
 
 def rounded(values, decimals):
@@ -133,22 +133,21 @@ def false_marks(question, decimals):
     return wrong
 
 
-@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_a_student_who_rounds_is_never_marked_wrong(difficulty, decimals):
     types = tuple(t for t in type_names() if not (difficulty == "easy" and t == "heads"))
-    specs = sample_set(draw_options(difficulty, decimals=decimals), 17, 56, 1, types)
     marked = []
-    for spec in specs:
-        marked += false_marks(solve_checked(spec), decimals)
+    for question in solved_set(draw_options(difficulty, decimals=decimals), 17, 56, 1, types):
+        marked += false_marks(question, decimals)
     assert marked == []
 
 
-@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_real_mistakes_are_still_marked_wrong(decimals):
     caught = missed = 0
-    for spec in sample_set(draw_options("medium", decimals=decimals), 23, 30, 1, ("full",)):
-        question = solve_checked(spec)
+    for question in solved_set(draw_options("medium", decimals=decimals), 23, 30, 1, ("full",)):
+        spec = question.spec
         moodle = gap_tolerances(question, decimals)
         slips = [(MISTAKES[m], solve(spec, m)) for m in mistakes_that_fit(spec)]
         x = [list(row) for row in spec.matrices["X"]]

@@ -15,6 +15,8 @@ from generator.cli import main
 from generator.pdf.build import PdfBuild, WarmTex
 from generator.running import scheduler
 
+pytestmark = pytest.mark.equivalence
+
 FORMATS = ("--format", "md,json,html,moodle,qti")
 RUNS = {
     "set": ("--count", 3, "--seed", 5, "--practice", *FORMATS),
@@ -76,7 +78,7 @@ def seen(monkeypatch) -> dict[str, list]:
     return seen
 
 
-@pytest.mark.parametrize("pdf", PDF)
+@pytest.mark.parametrize("pdf", ["no-pdf", pytest.param("pdf", marks=pytest.mark.tex)])
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_writes_the_same_bytes(mode, run, pdf, written_alone, seen, run_cli, tmp_path,

@@ -64,7 +64,8 @@ BANKS = {"every type, hard, 2 decimals": ["--count", "21", "--seed", "8", "--dif
                        "--mask", "mixed"]}
 
 
-@pytest.fixture(scope="module", params=list(BANKS))
+@pytest.fixture(scope="module", params=["every type, hard, 2 decimals",
+                                        pytest.param("gradients", marks=pytest.mark.slow)])
 def bank(request, tmp_path_factory):
     from generator.cli import main
     out = tmp_path_factory.mktemp("moodle")

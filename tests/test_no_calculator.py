@@ -31,6 +31,8 @@ import sympy
 from generator.cli import main
 from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
 
+pytestmark = pytest.mark.slow  # every test reads sets drawn once for the module
+
 SHORT = 2  # significant digits of the short factor of every product
 TYPES = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
          "softmax-jacobian")

@@ -28,6 +28,8 @@ import sympy
 
 from generator.cli import main
 
+pytestmark = pytest.mark.slow  # every test reads sets drawn once for the module
+
 TIE = 1e-12
 NUM = r"-?\d+(?:\.\d+)?"
 ALL_TYPES = "full,row,mistake,permute,masked,heads,concept,backward,softmax-jacobian"

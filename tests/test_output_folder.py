@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -77,12 +78,22 @@ def no_leftovers(out: Path) -> bool:
     return sorted(p.name for p in state.iterdir() if p.name != "exams") == ["lock", "manifest.json"]
 
 
+@pytest.fixture(scope="module")
+def sets_written_once(tmp_path_factory) -> Path:
+    """The earlier set (seed-1/) and the set that replaces it (seed-2/), each written once, by
+    gen-problems in a process of its own, into a folder of its own."""
+    folder = tmp_path_factory.mktemp("sets")
+    for seed in (1, 2):
+        result = gen("--count", 3, "--seed", seed, "--out", folder / f"seed-{seed}")
+        assert result.returncode == 0, result.stderr
+    return folder
+
+
 @pytest.fixture
-def earlier_set(tmp_path):
-    """An output folder holding a complete earlier set (seed 1), and its files."""
+def earlier_set(tmp_path, sets_written_once):
+    """An output folder holding a complete earlier set (seed 1, a copy), and its files."""
     out = tmp_path / "out"
-    result = gen("--count", 3, "--seed", 1, "--out", out)
-    assert result.returncode == 0, result.stderr
+    shutil.copytree(sets_written_once / "seed-1", out, symlinks=True)
     return out, the_set(out)
 
 
@@ -153,6 +164,7 @@ FILES_IN_A_SET = 7
 
 
 @pytest.mark.parametrize("at", range(1, FILES_IN_A_SET + 2))
+@pytest.mark.slow
 def test_a_failed_rename_puts_the_earlier_set_back(earlier_set, at):
     out, before = earlier_set
     result = faulty_gen(out, "error", at, "--count", 3, "--seed", 2)
@@ -163,21 +175,24 @@ def test_a_failed_rename_puts_the_earlier_set_back(earlier_set, at):
 
 
 @pytest.mark.parametrize("at", range(1, FILES_IN_A_SET + 2))
-def test_after_a_kill_at_any_rename_the_next_run_restores_the_earlier_set(earlier_set, at):
+@pytest.mark.slow
+def test_after_a_kill_at_any_rename_the_next_run_restores_the_earlier_set(earlier_set, at,
+                                                                         sets_written_once,
+                                                                         run_cli):
     out, before = earlier_set
-    new = gen("--count", 3, "--seed", 2, "--out", out.parent / "new")
-    after = the_set(out.parent / "new")
+    after = the_set(sets_written_once / "seed-2")
     result = faulty_gen(out, "kill", at, "--count", 3, "--seed", 2)
-    assert result.returncode == -signal.SIGKILL and new.returncode == 0
+    assert result.returncode == -signal.SIGKILL
     for name, data in folder_files(out).items():  # whole files only, old or new
         if not name.startswith(".gen-problems/"):
             assert data in (before.get(name), after.get(name)), name
     # The next run, even one with a bad option, first restores the earlier set.
-    assert gen("--count", 0, "--out", out).returncode == 2
+    assert run_cli("--count", 0, "--out", out)[0] == 2
     assert the_set(out) == before
     assert no_leftovers(out)
 
 
+@pytest.mark.slow
 def test_a_kill_after_the_commit_keeps_the_new_set(earlier_set):
     out, _ = earlier_set
     # Rename number 9 never comes: the kill happens only if it did, so the run completes.
@@ -187,6 +202,7 @@ def test_a_kill_after_the_commit_keeps_the_new_set(earlier_set):
 
 
 @pytest.mark.parametrize("at", [1, 3, FILES_IN_A_SET + 1])
+@pytest.mark.slow
 def test_ctrl_c_while_writing_exits_130_with_the_earlier_set(earlier_set, at):
     out, before = earlier_set
     result = faulty_gen(out, "interrupt", at, "--count", 3, "--seed", 2)
@@ -197,19 +213,21 @@ def test_ctrl_c_while_writing_exits_130_with_the_earlier_set(earlier_set, at):
 
 
 @pytest.mark.parametrize("at", [1, 3, FILES_IN_A_SET + 1])
-def test_a_stop_while_the_set_is_put_in_place_lands_it_whole_and_says_so(tmp_path, earlier_set, at):
+@pytest.mark.slow
+def test_a_stop_while_the_set_is_put_in_place_lands_it_whole_and_says_so(earlier_set, at,
+                                                                         sets_written_once):
     """A stop amid the renames waits for the last one: the folder then holds the whole new
     set, and the line says so (it once said "as it was" beside the new set)."""
     out, _ = earlier_set
     result = faulty_gen(out, "signal", at, "--count", 3, "--seed", 2)
     assert result.returncode == 130
     assert result.stderr == "gen-problems: interrupted; the new set had been written in full\n"
-    assert gen("--count", 3, "--seed", 2, "--out", tmp_path / "clean").returncode == 0
     landed = {name: data for name, data in the_set(out).items()
               if not name.startswith(".gen-problems/exams/")}  # the earlier exam's record, kept
-    assert landed == the_set(tmp_path / "clean")
+    assert landed == the_set(sets_written_once / "seed-2")
 
 
+@pytest.mark.tex
 def test_ctrl_c_while_solving_exits_130_with_the_earlier_set(earlier_set):
     out, before = earlier_set
     process = subprocess.Popen([sys.executable, "-m", "generator.cli", "--count", "2000",
@@ -225,6 +243,7 @@ def test_ctrl_c_while_solving_exits_130_with_the_earlier_set(earlier_set):
     assert not list((out / ".gen-problems").glob("work-*"))
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_leave_one_whole_set(tmp_path):
     out = tmp_path / "out"
     for attempt in range(3):
@@ -242,6 +261,7 @@ def test_two_runs_at_once_leave_one_whole_set(tmp_path):
         assert no_leftovers(out)
 
 
+@pytest.mark.slow
 def test_a_full_disk_gives_one_line_and_leaves_the_earlier_set(tmp_path):
     small = tmp_path / "small"
     small.mkdir()
@@ -261,6 +281,7 @@ def test_a_full_disk_gives_one_line_and_leaves_the_earlier_set(tmp_path):
         unmount(small)
 
 
+@pytest.mark.tex
 def test_no_temporary_file_is_left_in_the_temp_folder(tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -273,6 +294,7 @@ def test_no_temporary_file_is_left_in_the_temp_folder(tmp_path):
 
 # -- permissions ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_files_follow_the_umask_and_keep_a_mode_the_teacher_set(tmp_path):
     out = tmp_path / "out"
     result = gen("--count", 1, "--out", out, preexec_fn=lambda: os.umask(0o077))
@@ -288,6 +310,7 @@ def test_files_follow_the_umask_and_keep_a_mode_the_teacher_set(tmp_path):
 
 # -- one line, never a traceback -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_closed_or_broken_stdout_ends_quietly_after_the_files_are_written(tmp_path):
     out = tmp_path / "out"
     closed = gen("--count", 2, "--format", "json", "--out", out, stdout=None,

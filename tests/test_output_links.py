@@ -48,7 +48,8 @@ def test_a_state_folder_that_is_a_link_is_refused(tmp_path, run_cli, elsewhere):
     assert sorted(p.name for p in out.iterdir()) == [".gen-problems"]
 
 
-@pytest.mark.parametrize("folder", ["practice", "papers", "keys"])
+@pytest.mark.parametrize("folder", ["practice", pytest.param("papers", marks=pytest.mark.tex),
+                                    pytest.param("keys", marks=pytest.mark.tex)])
 def test_an_output_folder_that_is_a_link_is_refused(tmp_path, run_cli, elsewhere, out, folder):
     if (out / folder).exists():
         for path in (out / folder).iterdir():

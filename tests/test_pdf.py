@@ -15,9 +15,9 @@ from generator.rendering.formatting import decimal_text
 from generator.rendering.render import render_latex
 from generator.running.pipeline import solve_checked
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.tex, pytest.mark.skipif(
     shutil.which("pdflatex") is None and not os.environ.get("CI"),
-    reason="pdflatex is not installed (bash scripts/setup.sh installs it; CI always has it)")
+    reason="pdflatex is not installed (bash scripts/setup.sh installs it; CI always has it)")]
 
 FIVE_LINES = '''title = "Worked example"
 X   = [[1, 0], [0, 1]]

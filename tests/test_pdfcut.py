@@ -22,8 +22,9 @@ from hypothesis import given, settings, strategies
 from generator.pdf import cff, pdfcut, type1
 from generator.rendering.render import BUILTIN_TEMPLATES
 
-pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
-                                reason="needs pdflatex and poppler-utils")
+pytestmark = [pytest.mark.tex,
+              pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftoppm") is None,
+                                 reason="needs pdflatex and poppler-utils")]
 
 ROSTER = "id,name\n" + "".join(f"s{i},Student {name} {i}\n" for i, name in
                                enumerate(["Ada", "Zoë Ångström", "Łukasz", "Grace", "Núñez", "Ola"]))

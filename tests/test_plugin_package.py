@@ -21,6 +21,8 @@ from test_web import fill, needs_browser
 
 from generator import kinds
 
+pytestmark = pytest.mark.slow  # a venv of its own, and gen-problems run in it
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gen-problems-pooling"
 TYPE, OP, FORMAT, STEP = "sentence-vector", "mean-pool", "answer-sheet", "pooled"

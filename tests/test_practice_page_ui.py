@@ -9,13 +9,13 @@ import re
 import subprocess
 
 import pytest
-from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
+from test_web import CHROMIUM, CHROMIUM_ARGS, NO_BROWSER
 
 from generator.maths.spec import spec_from_record
 from generator.rendering.formatting import decimal_text
 from generator.running.pipeline import solve_checked
 
-pytestmark = needs_browser
+pytestmark = [pytest.mark.browser, NO_BROWSER]
 EVERY_TYPE = "full,row,mistake,permute,masked,heads,concept,backward,softmax-jacobian"
 # a 1280 px window at 200 % zoom lays the page out in 640 CSS px
 WIDTHS = {"320": 320, "390": 390, "1280": 1280, "zoom-200": 640}

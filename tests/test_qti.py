@@ -12,15 +12,15 @@ from pathlib import Path
 import canvas_import as canvas
 import numpy as np
 import pytest
+from conftest import solved_set
 from test_marking import by_hand, rounded
 
 from generator.formats.qti import render_qti
 from generator.kinds import type_names
-from generator.kinds.sampling import draw_options, sample_set
+from generator.kinds.sampling import draw_options
 from generator.maths.engine import solve
 from generator.maths.spec import MISTAKES, mistakes_that_fit
 from generator.rendering.paper import DocumentInfo, answer_keys
-from generator.running.pipeline import solve_checked
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "qti-small" / "qti.txt"
 FAIR = 4  # a margin wider than this many times what rounding can move an entry is not fair
@@ -38,8 +38,7 @@ def package_of(questions, tmp_path, decimals, versions=None) -> Path:
 
 def drawn(difficulty, decimals, count=56, seed=17, types=None):
     types = types or tuple(t for t in type_names() if not (difficulty == "easy" and t == "heads"))
-    return [solve_checked(spec) for spec in sample_set(draw_options(difficulty, decimals=decimals),
-                                                       seed, count, 1, types)]
+    return solved_set(draw_options(difficulty, decimals=decimals), seed, count, 1, types)
 
 
 def numerical_items(quizzes):
@@ -195,8 +194,9 @@ def read_reach(value, decimals):
     return distance(value, *read(value, decimals))
 
 
-@pytest.mark.parametrize("decimals", [2, 4, 6])
-@pytest.mark.parametrize("difficulty", ["easy", "hard"])
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow),
+                                      pytest.param(6, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("difficulty", ["easy", pytest.param("hard", marks=pytest.mark.slow)])
 def test_every_item_imports_and_a_student_who_rounds_is_accepted(difficulty, decimals, tmp_path):
     questions = drawn(difficulty, decimals, count=28)
     by_id = {q.spec.id: q for q in questions}
@@ -219,12 +219,13 @@ def test_every_item_imports_and_a_student_who_rounds_is_accepted(difficulty, dec
     assert checked > 200 and refused == []
 
 
-@pytest.mark.parametrize("decimals", [2, 4, 6])
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow),
+                                      pytest.param(6, marks=pytest.mark.slow)])
 def test_numerical_answers_are_the_keys_values_with_the_fair_margin(decimals, tmp_path):
     """The margin covers every student the tolerance rule accepts (within reach of the key,
     bounded here by interval arithmetic), wherever 4 decimals put the key and as Canvas
     rounds, and is no more than FAIR times that reach."""
-    questions = drawn("medium", decimals, count=21, seed=5)
+    questions = drawn("medium", decimals, count=21)
     by_id = {q.spec.id: q for q in questions}
     reach = {pid: reaches(q, decimals) for pid, q in by_id.items()}
     mine = {pid: student_values(q, decimals) for pid, q in by_id.items()}
@@ -246,11 +247,12 @@ def test_numerical_answers_are_the_keys_values_with_the_fair_margin(decimals, tm
             assert f"multiplied by {scale}" in item.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decimals", [2, 4])
 def test_real_mistakes_are_refused(decimals, tmp_path):
     caught = missed = 0
-    for spec in sample_set(draw_options("medium", decimals=decimals), 23, 30, 1, ("full",)):
-        question = solve_checked(spec)
+    for question in solved_set(draw_options("medium", decimals=decimals), 23, 30, 1, ("full",)):
+        spec = question.spec
         quizzes = canvas.import_package(package_of([question], tmp_path, decimals))
         items = {}
         for item, _, letter, k, i, j in numerical_items(quizzes):
@@ -277,7 +279,7 @@ def test_real_mistakes_are_refused(decimals, tmp_path):
 
 
 def test_each_parts_points_are_its_marks(tmp_path):
-    questions = drawn("hard", 2, count=21, seed=8)
+    questions = drawn("hard", 2, count=21)
     quizzes = canvas.import_package(package_of(questions, tmp_path, 2))
     points = {}
     for question in quizzes[0].questions:
@@ -392,6 +394,7 @@ def test_a_roster_of_own_versions_is_told_what_canvas_makes_of_it(tmp_path, run_
     assert len(canvas.import_package(tmp_path / "p" / "qti.zip")) == 2
 
 
+@pytest.mark.equivalence
 def test_a_large_set_is_written_as_it_is_rendered_with_the_same_bytes(tmp_path):
     """Given the run's work folder, qti.zip, moodle.xml and the practice pages are written
     there as they are rendered (a thousand hard problems' quiz XML is 160 MB), and hold exactly

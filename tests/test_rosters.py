@@ -71,6 +71,7 @@ def test_ascii_and_western_european_text_stays_on_pdflatex():
         assert typesetting_for(text).engine == "lualatex", text
 
 
+@pytest.mark.tex
 def test_every_character_pdflatex_is_trusted_with_compiles_there(tmp_path):
     """The pdflatex set is TeX Live's own T1/TS1 list: prove it by typesetting all of it."""
     characters = "".join(chr(code) for low, high in PDFLATEX_RANGES for code in range(low, high + 1)
@@ -112,6 +113,7 @@ def international_class(tmp_path_factory):
     return out, done.stderr
 
 
+@pytest.mark.tex
 def test_every_name_is_found_as_written_in_the_combined_pdf_and_in_its_own_paper(international_class):
     out, _ = international_class
     whole = pdf_text(out / "questions.pdf")
@@ -125,6 +127,7 @@ def test_every_name_is_found_as_written_in_the_combined_pdf_and_in_its_own_paper
         assert TITLE in pdf_text(paper)
 
 
+@pytest.mark.tex
 def test_the_international_documents_use_lualatex_and_the_key_keeps_its_title(international_class):
     out, err = international_class
     assert (out / "questions.tex").read_text().startswith("% !TEX program = lualatex\n")
@@ -133,6 +136,7 @@ def test_the_international_documents_use_lualatex_and_the_key_keeps_its_title(in
     assert "no installed font" not in err
 
 
+@pytest.mark.tex
 def test_the_same_seed_gives_the_same_lualatex_pdfs_in_another_folder(tmp_path, run_cli):
     """LuaTeX makes a PDF's /ID from the folder it runs in (each run's own work folder): the
     documents name their identifier, a digest of their text, so the bytes stay the same."""
@@ -156,6 +160,7 @@ def test_a_latin_class_stays_on_pdflatex(tmp_path, run_cli):
     assert (tmp_path / "questions.tex").read_text().startswith("\\documentclass")
 
 
+@pytest.mark.tex
 def test_a_character_no_font_has_is_named_with_its_student(tmp_path, run_cli):
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name\na1,Ann\nb2,Bob \U0001E290 Toto\n")  # Unicode 14's Toto script
@@ -165,6 +170,7 @@ def test_a_character_no_font_has_is_named_with_its_student(tmp_path, run_cli):
     assert len(list((tmp_path / "o" / "papers").iterdir())) == 2  # every paper is still written
 
 
+@pytest.mark.tex
 def test_a_spec_title_in_another_script_is_typeset_too(tmp_path, run_cli):
     spec = tmp_path / "mine.toml"
     spec.write_text('title = "Внимание: задача 1 (注意力)"\nX = [[1, 0], [0, 1]]\n'

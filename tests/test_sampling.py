@@ -114,6 +114,7 @@ def test_a_problem_does_not_depend_on_the_count_or_later_problems():
     assert sample_set(options, 5, 3, version=2) != sample_set(options, 5, 3)
 
 
+@pytest.mark.slow
 def test_problem_id_regenerates_a_problem_from_a_twenty_problem_set(tmp_path, run_cli):
     assert run_cli("--count", "20", "--seed", "99", "--practice", "--out", tmp_path / "set")[0] == 0
     problems = json.loads((tmp_path / "set" / "problems.json").read_text())["problems"]
@@ -176,6 +177,7 @@ def test_an_id_alone_names_its_difficulty(tmp_path, run_cli):
 
 
 
+@pytest.mark.slow
 def test_a_heads_question_draws_longer_before_it_gives_up(monkeypatch):
     """Heads draws pass 1 in 500 with one-hot 3-dimensional tokens (every head passes a single
     head's tests); seed 3's first heads problem takes 1,199 draws.  A heads question has ten
@@ -200,9 +202,12 @@ def zero_lines(matrix: np.ndarray) -> list[str]:
 
 
 @pytest.mark.parametrize("difficulty, overrides", [
-    ("easy", {}), ("medium", {}), ("hard", {}), ("medium", {"no_calculator": True}),
-    ("medium", {"weights": "diagonal"}), ("easy", {"d_k": 4, "no_calculator": True}),
-    ("medium", {"embeddings": "one-hot", "d_model": 3}),
+    ("easy", {}), pytest.param("medium", {}, marks=pytest.mark.slow),
+    pytest.param("hard", {}, marks=pytest.mark.slow),
+    pytest.param("medium", {"no_calculator": True}, marks=pytest.mark.slow),
+    pytest.param("medium", {"weights": "diagonal"}, marks=pytest.mark.slow),
+    ("easy", {"d_k": 4, "no_calculator": True}),
+    pytest.param("medium", {"embeddings": "one-hot", "d_model": 3}, marks=pytest.mark.slow),
 ])
 def test_no_drawn_problem_has_a_zero_row_or_column(difficulty, overrides):
     """Issue 30 found an all-zero column of V in 27 of 160 drawn problems (41 of Q): a whole

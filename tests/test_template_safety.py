@@ -144,6 +144,7 @@ def test_folders_are_made_private_under_any_umask(tmp_path, monkeypatch):
         assert stat.S_IMODE(made.stat().st_mode) == 0o700, made
 
 
+@pytest.mark.slow
 def test_a_planted_compiled_template_in_a_shared_cache_never_runs(tmp_path):
     """The attack as found: a cache folder anyone may write (a shared drive, a umask 000
     home), with a compiled template planted in it under the key a run would look for."""

@@ -32,9 +32,9 @@ SECRET = "GPSECRETMARKER"  # the secret file's content
 IMAGE = "GPIMAGEMARKER"  # the text of a PDF outside the work folder
 PASSWD_LINE = Path("/etc/passwd").read_text().splitlines()[0]
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.tex, pytest.mark.skipif(
     shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
-    reason="TeX and pdftotext are installed by scripts/test.sh")
+    reason="TeX and pdftotext are installed by scripts/test.sh")]
 needs_lualatex = pytest.mark.skipif(shutil.which("lualatex") is None,
                                     reason="LuaLaTeX is installed by scripts/setup.sh")
 

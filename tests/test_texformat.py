@@ -16,7 +16,8 @@ from conftest import folder_files
 from generator.pdf import texformat
 from generator.pdf.build import compile_pdfs
 
-pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex")
+pytestmark = [pytest.mark.tex,
+              pytest.mark.skipif(shutil.which("pdflatex") is None, reason="needs pdflatex")]
 
 # A class of three with a roster: questions.pdf and answers.pdf are cut into papers and keys.
 ROSTER = "id,name\ns1,Ada Lovelace\ns2,Zoë Ångström\ns3,Jürgen Müller\n"

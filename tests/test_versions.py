@@ -7,8 +7,13 @@ import shutil
 import pytest
 from pypdf import PdfReader
 
-needs_tex = pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
-                               reason="pdflatex is not installed")
+NO_TEX = pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
+                            reason="pdflatex is not installed")
+
+
+def needs_tex(test):
+    """A test that compiles PDFs: marked tex, and skipped where there is no TeX (CI has it)."""
+    return pytest.mark.tex(NO_TEX(test))
 
 ROSTER = 'id,name,email\ns001,Ada Lovelace,a@x\ns002,"Smith & Jones, $5 #1 {x}_y ~z^",b@x\ns003,Emile Zola,c@x\n'
 

@@ -13,8 +13,15 @@ from generator.rendering.formatting import decimal_text
 from generator.running.pipeline import solve_checked
 
 CHROMIUM = shutil.which("chromium")
-needs_browser = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
-                                   reason="Debian's chromium is not installed (scripts/test.sh installs it)")
+NO_BROWSER = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                                reason="Debian's chromium is not installed (scripts/test.sh installs it)")
+
+
+def needs_browser(test):
+    """A test that drives Chromium: marked browser, and skipped where there is none (CI has it)."""
+    return pytest.mark.browser(NO_BROWSER(test))
+
+
 # As this machine's probe starts Chromium: no sandbox as root, and no background traffic.
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -11,13 +11,12 @@ import re
 from decimal import ROUND_HALF_UP, Decimal, getcontext
 
 import pytest
-from conftest import make_question, render
+from conftest import make_question, render, solved_set
 
 from generator.kinds import type_names
-from generator.kinds.sampling import draw_options, sample_set
+from generator.kinds.sampling import draw_options
 from generator.rendering.paper import DocumentInfo
 from generator.rendering.render import render_markdown
-from generator.running.pipeline import solve_checked
 
 QUESTION_TYPES = type_names()
 
@@ -145,12 +144,13 @@ def failures_in(key: str) -> tuple[list[str], int]:
     return failed, checked
 
 
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
-@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("difficulty", ["easy", pytest.param("medium", marks=pytest.mark.slow),
+                                        pytest.param("hard", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_every_working_line_of_many_keys_recomputes_to_what_it_prints(difficulty, decimals):
     options = draw_options(difficulty, decimals=decimals)
     types = tuple(t for t in QUESTION_TYPES if not (difficulty == "easy" and t == "heads"))
-    questions = [solve_checked(spec) for spec in sample_set(options, 13, 42, types=types)]
+    questions = solved_set(options, 13, 42, types=types)
     key = render(render_markdown, questions, DocumentInfo(decimals=decimals))["answers.md"]
     failed, checked = failures_in(key)
     assert checked > 300
@@ -167,13 +167,13 @@ def test_the_issues_own_example_now_adds_up():
     assert failures_in(key)[0] == []
 
 
-@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_no_calculator_keys_check_too_with_the_tables_own_values(decimals):
     from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
     from generator.rendering.formatting import table_places
     options = draw_options("medium", decimals=decimals, no_calculator=True)
     types = tuple(t for t in QUESTION_TYPES if t != "heads")
-    questions = [solve_checked(spec) for spec in sample_set(options, 13, 30, types=types)]
+    questions = solved_set(options, 13, 30, types=types)
     steps = [s for q in questions for sol in q.solutions() for s in sol.steps if s.kind == "softmax"]
     info = DocumentInfo(decimals=decimals, exponent_table=NO_CALCULATOR_EXPONENTS,
                         table_places=table_places(steps, decimals))

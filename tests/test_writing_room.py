@@ -17,8 +17,9 @@ from generator.maths.spec import spec_from_record
 from generator.rendering.paper import part_seconds, writing_lines
 from generator.running.pipeline import solve_checked
 
-pytestmark = pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
-                                reason="needs pdflatex and pdftotext")
+pytestmark = [pytest.mark.tex,
+              pytest.mark.skipif(shutil.which("pdflatex") is None or shutil.which("pdftotext") is None,
+                                 reason="needs pdflatex and pdftotext")]
 
 WORD = re.compile(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>')
 LABEL = re.compile(r"^\([a-z]\)$")
