@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +95,23 @@ def run_cli(capsys):
         return code, captured.out, captured.err
 
     return run
+
+
+@pytest.fixture(scope="session")
+def written_once(tmp_path_factory):
+    """``copy(folder, *args)``: the output folder gen-problems writes for ``args`` (a seed among
+    them), written once per test run and copied to ``folder``, its .gen-problems state too."""
+    written: dict[tuple[str, ...], Path] = {}
+
+    def copy(folder: Path, *args) -> Path:
+        key = tuple(map(str, args))
+        if key not in written:
+            written[key] = tmp_path_factory.mktemp("written-once") / "out"
+            said = io.StringIO()  # not the output of the test that first asks for it
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+                assert main([*key, "--out", str(written[key])]) == 0, said.getvalue()
+        return Path(shutil.copytree(written[key], folder, symlinks=True))
+    return copy
 
 
 @pytest.fixture

@@ -56,12 +56,11 @@ BAD_SPECS = [
 
 
 @pytest.fixture
-def previous_output(tmp_path, run_cli):
+def previous_output(tmp_path, tmp_path_factory, written_once):
     """An output folder holding an earlier good run, which a bad run must leave intact."""
-    out = tmp_path / "out"
-    good = tmp_path / "good.toml"
+    good = tmp_path_factory.getbasetemp() / "good.toml"
     good.write_text(GOOD)
-    assert run_cli("--spec", good, "--out", out)[0] == 0
+    out = written_once(tmp_path / "out", "--spec", good)
     return out, folder_files(out)
 
 

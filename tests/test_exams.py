@@ -159,6 +159,7 @@ def test_a_budget_too_small_for_one_problem_says_so(tmp_path, run_cli):
     assert code == 2 and "give one of --count, --minutes and --marks" in err
 
 
+@pytest.mark.slow
 def test_no_calculator_problems_need_only_the_printed_exponentials(tmp_path, run_cli):
     assert run_cli("--no-calculator", "--count", 12, "--seed", 5, "--out", tmp_path)[0] == 0
     key = (tmp_path / "answers.md").read_text()

@@ -29,12 +29,10 @@ def elsewhere(tmp_path) -> Path:
 
 
 @pytest.fixture
-def out(tmp_path, run_cli) -> Path:
+def out(tmp_path, written_once) -> Path:
     """An output folder holding a set made with a practice page per version."""
-    folder = tmp_path / "out"
-    code, _, err = run_cli("--count", 1, "--versions", 2, "--format", "html", "--out", folder)
-    assert code == 0, err
-    return folder
+    return written_once(tmp_path / "out", "--count", 1, "--versions", 2, "--format", "html",
+                        "--seed", 1)
 
 
 def test_a_state_folder_that_is_a_link_is_refused(tmp_path, run_cli, elsewhere):

@@ -311,8 +311,8 @@ def test_the_same_seed_gives_the_same_package(tmp_path, run_cli):
 
 
 def test_html_is_what_canvas_keeps_and_feedback_is_the_worked_key(tmp_path):
-    questions = drawn("medium", 4, count=14, seed=2)
-    for question in canvas.import_package(package_of(questions, tmp_path, 4))[0].questions:
+    questions = drawn("medium", 2, count=14)  # test_marking's, solved once
+    for question in canvas.import_package(package_of(questions, tmp_path, 2))[0].questions:
         elements = canvas.html_elements(question.text)
         assert elements <= canvas.HTML_ELEMENTS | canvas.MATHML_ELEMENTS, elements
         assert "math" in elements or question.question_type == "multiple_choice_question"

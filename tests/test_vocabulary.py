@@ -44,7 +44,7 @@ def generated(name: str, tmp_path_factory):
     return _GENERATED[name]
 
 
-@pytest.fixture(scope="module", params=sorted(RUNS))
+@pytest.fixture(scope="module", params=["medium", pytest.param("no-calculator", marks=pytest.mark.slow)])
 def run(request, tmp_path_factory):
     return generated(request.param, tmp_path_factory)
 

@@ -53,8 +53,9 @@ def cases():
                "hard": draw_options("hard")}
     for label, drawn in options.items():
         for kind in type_names() if label != "hard" else ("backward",):
-            if why_not_drawable(kind, drawn) is None:  # the types of the largest work: slow
-                slow = pytest.mark.slow if kind in ("heads", "backward") else ()
+            if why_not_drawable(kind, drawn) is None:  # the largest work, and the table: slow
+                slow = (pytest.mark.slow if kind in ("heads", "backward") or label != "medium"
+                        else ())
                 yield pytest.param(drawn, kind, id=f"{label}-{kind}", marks=slow)
 
 
