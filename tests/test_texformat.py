@@ -165,15 +165,19 @@ def minimal_document() -> str:
             "\\end{pmatrix}$.\n\\end{document}\n")
 
 
+@pytest.mark.equivalence
 def test_the_same_files_on_one_core_as_on_all(tmp_path):
     """TeX runs and the cutting of papers spread over the cores a run may use (a class of
-    150 is cut by two workers a document on two cores); one core or all, the files are the
-    same, byte for byte."""
+    twice PAPERS_PER_WORKER is cut by two workers a document on two cores or more); one core
+    or all, the files are the same, byte for byte."""
     import subprocess
     import sys
 
+    from generator.pdf.pdfcut import PAPERS_PER_WORKER
+
     roster = tmp_path / "class.csv"
-    roster.write_text("id,name\n" + "".join(f"s{i},Student {i}\n" for i in range(150)))
+    roster.write_text("id,name\n" + "".join(f"s{i},Student {i}\n"
+                                            for i in range(2 * PAPERS_PER_WORKER)))
 
     def run(folder: Path, cores: set[int]) -> dict[str, bytes]:
         done = subprocess.run([sys.executable, "-m", "generator.cli", "--count", "1", "--seed", "11",
