@@ -189,9 +189,10 @@ def _routed(step: StepDef, reads: dict[str, tuple[str, str]]) -> StepDef:
     """The step reading what the problem's given matrices stand for (``_routes``)."""
     if not reads:
         return step
-    first = reads.get(step.inputs[0], ("", ""))[1] if step.inputs else ""
+    source, other = reads.get(step.inputs[0], ("", "")) if step.inputs else ("", "")
     return replace(step, inputs=tuple(reads[i][0] if i in reads else i for i in step.inputs),
-                   mixed_up_first=first or step.mixed_up_first)
+                   mixed_up_first=other or step.mixed_up_first,
+                   why=step.why or (REGISTRY[source].why if source else ""))
 
 
 def _resolve(name: str, stands_for: dict[str, str]) -> str:
@@ -271,9 +272,11 @@ for _step in (
     given_def("X", "X"),
     # cross-attention: the queries from a decoder's tokens, the keys and values from an encoder's
     replace(given_def("X_dec", r"X_{\text{dec}}"), stands_for="X", feeds=("Q",),
-            text="X_dec (given): the decoder's tokens, whose queries attend"),
+            text="X_dec (given): the decoder's tokens, whose queries attend",
+            why="the queries come from the decoder's tokens"),
     replace(given_def("X_enc", r"X_{\text{enc}}"), stands_for="X", feeds=("K", "V"),
-            text="X_enc (given): the encoder's tokens, which give the keys and values"),
+            text="X_enc (given): the encoder's tokens, which give the keys and values",
+            why="the keys and values come from the encoder's tokens"),
     given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
     _projection("Q"), _projection("K"), _projection("V"),
     StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
