@@ -455,9 +455,10 @@ def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
 
 def _projection_sources(matrices: dict[str, Matrix]) -> dict[str, str]:
     """Each weight and the embeddings it projects, as the plan routes them (the step registry):
-    W_Q, W_K and W_V all project X; in cross-attention W_Q projects X_dec, W_K and W_V X_enc."""
-    return {step.inputs[1]: step.inputs[0] for step in steps.plan(tuple(matrices), through="V")
-            if step.name in FROM_PROJECTIONS}
+    W_Q, W_K and W_V all project X (or a step that stands in for it, X + P, of X's width); in
+    cross-attention W_Q projects X_dec, W_K and W_V X_enc."""
+    return {step.inputs[1]: step.inputs[0] if step.inputs[0] in matrices else "X"  # X + P: X's
+            for step in steps.plan(tuple(matrices), through="V") if step.name in FROM_PROJECTIONS}
 
 
 def _parse_mask(record: dict, where: str) -> str:
