@@ -224,11 +224,11 @@ def answer_with_slips(why: str = "") -> str:
 CROSS_EMBEDDINGS = (
     r"In cross-attention the {{ spec.n_queries }} token{{ 's' if spec.n_queries != 1 }} of a decoder "
     r"attend{{ 's' if spec.n_queries == 1 }} over the {{ spec.n_keys }} token{{ 's' if spec.n_keys != 1 }} "
-    r"of an encoder: the decoder's embeddings are the rows of $X_{\text{dec}}$ ($d_{\text{dec}} = "
-    r"{{ spec.d_model }}$), the encoder's the rows of $X_{\text{enc}}$ "
+    r"of an encoder: the decoder's embeddings are the rows of $X_{\mathrm{dec}}$ ($d_{\text{dec}} = "
+    r"{{ spec.d_model }}$), the encoder's the rows of $X_{\mathrm{enc}}$ "
     r"($d_{\text{enc}} = {{ spec.d_enc }}$). "
-    r"The queries come from the decoder, $Q = X_{\text{dec}} W_Q$; the keys and values from the "
-    r"encoder, $K = X_{\text{enc}} W_K$ and $V = X_{\text{enc}} W_V$; ")
+    r"The queries come from the decoder, $Q = X_{\mathrm{dec}} W_Q$; the keys and values from the "
+    r"encoder, $K = X_{\mathrm{enc}} W_K$ and $V = X_{\mathrm{enc}} W_V$; ")
 SETUP = (
     r"{% if spec.from_embeddings %}{% if spec.cross %}" + CROSS_EMBEDDINGS + r"{% else %}A sequence of "
     r"{{ spec.n_queries }} tokens has embeddings as the "

@@ -271,10 +271,10 @@ def symbol(name: str, head: int | None = None) -> str:
 for _step in (
     given_def("X", "X"),
     # cross-attention: the queries from a decoder's tokens, the keys and values from an encoder's
-    replace(given_def("X_dec", r"X_{\text{dec}}"), stands_for="X", feeds=("Q",),
+    replace(given_def("X_dec", r"X_{\mathrm{dec}}"), stands_for="X", feeds=("Q",),
             text="X_dec (given): the decoder's tokens, whose queries attend",
             why="the queries come from the decoder's tokens"),
-    replace(given_def("X_enc", r"X_{\text{enc}}"), stands_for="X", feeds=("K", "V"),
+    replace(given_def("X_enc", r"X_{\mathrm{enc}}"), stands_for="X", feeds=("K", "V"),
             text="X_enc (given): the encoder's tokens, which give the keys and values",
             why="the keys and values come from the encoder's tokens"),
     given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
