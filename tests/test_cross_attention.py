@@ -15,6 +15,9 @@ from conftest import make_question, make_solution, solved_set, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_marking import false_marks, gap_tolerances, rounded
+from test_practice_students import grids_of, marking_data, students_marks, texts, type_and_check, work
+from test_practice_students import matrix as page_matrix
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 from generator.formats.web import moodle_gaps, step_graph
 from generator.kinds import TYPES, type_names
@@ -344,3 +347,44 @@ def test_real_mistakes_of_a_drawn_cross_problem_are_marked_wrong():
             elif (rounded(theirs.numeric, 4) != rounded(right.numeric, 4)).any():
                 missed += 1
     assert caught >= 20 and missed == 0
+
+
+# -- the practice page, in chromium ---------------------------------------------------------
+
+SQUARE_DECODER = [[2, 0, 1], [0, 1, 0], [1, 1, 1]]  # 3 decoder tokens over 3: the slips fit a grid
+
+
+@needs_browser
+def test_the_practice_page_marks_honest_students_right_and_names_the_cross_slips(tmp_path, run_cli):
+    """Drawn cross pages at every difficulty and a decoder-over-encoder spec: four honest
+    students (test_practice_students's) are marked right on every cell they did not slip in;
+    K = X_dec W_K typed into K's grid, and Q = X_enc W_Q into Q's, are marked wrong and named."""
+    from playwright.sync_api import sync_playwright
+    spec = tmp_path / "square.json"
+    spec.write_text(json.dumps([{**LECTURE, "X_dec": SQUARE_DECODER, "type": "cross"}]))
+    runs = {d: ("--types", "cross", "--count", 3, "--seed", 6, "--difficulty", d, "--practice")
+            for d in DIFFICULTIES}
+    runs["spec"] = ("--spec", spec)
+    for name, args in runs.items():
+        assert run_cli(*args, "--format", "html", "--out", tmp_path / name)[0] == 0
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        for name in runs:
+            page = browser.new_page()
+            page.goto((tmp_path / name / "practice.html").as_uri())
+            problems = marking_data(tmp_path / name / "practice.html")
+            for way, (right, cells, wrong, slipped) in students_marks(page, problems, 4).items():
+                assert cells > 20 and wrong == slipped, (name, way, sorted(wrong ^ slipped)[:6])
+        (problem_id, problem), = marking_data(tmp_path / "spec" / "practice.html").items()
+        keys = grids_of(problem)
+        given = {n: page_matrix(m) for n, m in problem["given"].items()}
+        right = {n: texts(m, keys[n], 4) for n, m in work(problem, 4, "precise").items()}
+        letter = next(key[0] for key, grid in problem["steps"].items() if grid["name"] == "K")
+        for grid, wrong, says in (("K", given["X_dec"] @ given["W_K"], "this is X_dec W_K, not K = X_enc W_K"),
+                                  ("Q", given["X_enc"] @ given["W_Q"], "this is X_enc W_Q, not Q = X_dec W_Q")):
+            type_and_check(page, {problem_id: right}, [])
+            marks = type_and_check(page, {problem_id: {grid: texts(wrong, keys[grid], 4)}},
+                                   [[problem_id, letter]])
+            assert "wrong" in marks[f"{problem_id} {grid}"] and says in marks[f"{problem_id} ({letter})"]
+        browser.close()
