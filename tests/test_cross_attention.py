@@ -167,6 +167,11 @@ def test_drawn_sizes_are_the_presets(difficulty, queries, keys):
         assert all(list(s.matrices) == ["X_dec", "X_enc", "W_Q", "W_K", "W_V"] for s in specs)
 
 
+def test_one_hot_tokens_are_as_wide_as_the_encoder_has_tokens():
+    specs = sample_set(draw_options("medium", embeddings="one-hot"), 2, 4, types=("cross",))
+    assert all((s.n_queries, s.n_keys) == (2, 3) and s.d_model >= 3 for s in specs)
+
+
 # -- the plan routes the projections' inputs -------------------------------------------------
 
 def test_the_plan_routes_the_decoder_into_q_and_the_encoder_into_k_and_v():

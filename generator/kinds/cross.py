@@ -42,7 +42,10 @@ def cross_options(options: DrawOptions) -> DrawOptions:
             if getattr(options, name) == getattr(preset, name)}
     given = cross.given if options.given == "X" else options.given
     mask = "none" if options.mask == "mixed" else options.mask
-    return replace(options, **mine, queries=options.queries or cross.queries, given=given, mask=mask)
+    drawn = replace(options, **mine, queries=options.queries or cross.queries, given=given, mask=mask)
+    if drawn.embeddings == "one-hot" and drawn.d_model < drawn.tokens[1]:  # a one-hot token each
+        drawn = replace(drawn, d_model=drawn.tokens[1])
+    return drawn
 
 
 def _not_drawable(options: DrawOptions) -> str | None:
