@@ -34,6 +34,10 @@ COMMAND = ".venv/bin/python scripts/make_reference.py"
 # reader knows that neither table describes stops this script (and so fails the test).
 KEYS = {
     "X": "the embeddings, one row per token",
+    "X_dec": "instead of X, cross-attention: the decoder's tokens, whose queries attend (n_q × d_dec; "
+             "W_Q is d_dec × d_k)",
+    "X_enc": "with X_dec: the encoder's tokens, which give the keys and values (n_k × d_enc; W_K "
+             "and W_V are d_enc × d_k and d_enc × d_v)",
     "W_Q": "the query weights (d_model × d_k)",
     "W_K": "the key weights (d_model × d_k)",
     "W_V": "the value weights (d_model × d_v)",
@@ -139,7 +143,7 @@ WHEN = {"": "always", "scaled": "unless the scale is 1", "causal": "under a caus
 
 def steps_section() -> list[str]:
     rows = [(code(name), code(s.op), ", ".join(code(i) for i in s.inputs), code(s.symbol),
-             s.marks, WHEN.get(s.when, s.when), s.text) for name, s in steps.REGISTRY.items()]
+             s.marks, WHEN.get(s.when, s.when), s.worded()) for name, s in steps.REGISTRY.items()]
     return ["## Steps", "", "Every step of attention, described once (`generator/maths/"
             "steps.py`, `steps.REGISTRY`): the op that computes it, from which steps, its "
             "symbol (TeX), its default marks and when a problem takes it.", "",

@@ -52,15 +52,21 @@ RUNS = {
                 "--scale", "2"],
     "no-calculator": ["--types", ALL_TYPES.replace("heads,", ""), "--count", "8", "--seed", "40",
                       "--no-calculator"],
+    **{f"cross-{d}": ["--types", "cross", "--count", "6", "--seed", "41", "--difficulty", d,
+                      "--decimals", "2" if d == "medium" else "4"] for d in ("easy", "medium", "hard")},
 }
 CROSS = {"Q": [[1, 0], [0, 2]], "K": [[1, 1], [2, 0], [0, 1]], "V": [[1, 0, 1], [0, 1, 1], [1, 1, 0]]}
 D_O = {"dO": [[1, -1, 0.5], [0, 1, -1]]}
+DECODER = {"X_dec": [[1, 0, 1], [0, 2, -1]], "X_enc": [[1, 1, 0], [0, 1, 1], [1, 0, -1]],
+           "W_Q": [[1, 0], [0, 1], [1, 1]], "W_K": [[1, 0], [1, -1], [0, 1]], "W_V": [[1, 0], [0, 1], [2, -1]]}
 SPECS = {  # teachers' files: cross-attention (2 queries, 3 keys), ties, a near tie
     "cross": [CROSS, {**CROSS, "mask": "causal", "type": "masked"},
               {**CROSS, "type": "row", "row": 1}, {**CROSS, "type": "concept", "row": 1},
               {**CROSS, **D_O, "type": "backward"}, {**CROSS, **D_O, "mask": "causal", "type": "backward"},
               {**CROSS, **D_O, "type": "softmax-jacobian", "row": 1},
-              {**CROSS, "scale": "1/2"}, {**CROSS, "scale": 1, "mask": "causal", "type": "masked"}],
+              {**CROSS, "scale": "1/2"}, {**CROSS, "scale": 1, "mask": "causal", "type": "masked"},
+              DECODER, {**DECODER, "type": "cross", "scale": "1/2"}, {**DECODER, "type": "row", "row": 2},
+              {**DECODER, "type": "concept", "row": 1}],
     "ties": [{"Q": [[2, 1], [1, 2], [1, 1]], "K": [[2, 1], [1, 2], [2, 1]],
               "V": [[1, 2], [2, 1], [1, -1]]},
              {"Q": [[1, 0]], "K": [[1, 0], ["1.0001", 0], [0, 1]], "V": [[1, 2], [2, 1], [1, -1]]},
@@ -90,7 +96,8 @@ class Problem:
 
     def __post_init__(self):
         self.spec, self.shape = self.record["spec"], self.record["shape"]
-        self.cross = "X" not in self.spec and self.shape["n_queries"] != self.shape["n_keys"]
+        self.cross = "X_dec" in self.spec or (
+            "X" not in self.spec and self.shape["n_queries"] != self.shape["n_keys"])
         self.part_of = {part["part"]: part for part in self.record["parts"]}
 
     def step(self, name: str) -> np.ndarray:
@@ -403,7 +410,7 @@ def title(p: Problem, m: re.Match, _) -> None:
 def setup(p: Problem, m: re.Match, _) -> None:
     s, found = p.shape, {k: int(v) for k, v in m.groupdict().items() if v and v.isdigit()}
     expected = {"tokens": s["n_queries"], "queries": s["n_queries"], "keys": s["n_keys"],
-                "d_model": s["d_model"], "d_k": s["d_k"], "d_v": s["d_v"],
+                "d_model": s["d_model"], "d_enc": s.get("d_enc"), "d_k": s["d_k"], "d_v": s["d_v"],
                 "head_dk": s["d_k"] // 2, "head_dv": s["d_v"] // 2}
     p.claim("setup", f"sizes {found}", all(expected[k] == v for k, v in found.items()))
     if m.groupdict().get("tokens") and p.cross:
@@ -527,6 +534,10 @@ STATEMENT = [
     ("setup", r"A sequence of (?P<tokens>\d+) tokens has embeddings as the rows of X \(d_model = "
               r"(?P<d_model>\d+)\), projected by W_Q, W_K and W_V; here d_k = (?P<d_k>\d+) and d_v = "
               r"(?P<d_v>\d+)\.", setup),
+    ("setup", r"In cross-attention the (?P<queries>\d+) tokens? of a decoder attends? over the (?P<keys>\d+) "
+              r"tokens? of an encoder: the decoder's embeddings are the rows of X_dec \(d_dec = "
+              r"(?P<d_model>\d+)\), the encoder's the rows of X_enc \(d_enc = (?P<d_enc>\d+)\)\. .*; here "
+              r"d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)\.", setup),
     ("setup", r"The rows of Q are (?P<queries>\d+) quer(?:y|ies), the rows of K and V are (?P<keys>\d+) "
               r"keys? and their values; here d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)\.", setup),
     ("setup", r"Two-head self-attention on a sequence of (?P<tokens>\d+) tokens \(d_model = "

@@ -233,7 +233,8 @@ BASE = {"X": [[1, 0], [0, 2], [1, 1]], "W_Q": [[1, 1], [0, 1]], "W_K": [[1, 0], 
 PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0], [0, 1], [2, 1]]}
 TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"}, "backward": {},
              "softmax-jacobian": {"row": 2},
-             "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2}}
+             "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2},
+             "cross": {}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
            "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}
 

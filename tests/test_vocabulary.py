@@ -26,8 +26,8 @@ from generator.rendering.prose import plain_maths
 
 ALL_TYPES = ",".join(type_names())
 RUNS = {  # a plain set, and one without a calculator (a backward question's lean row)
-    "medium": ["--count", "9", "--seed", "3"],
-    "no-calculator": ["--count", "9", "--seed", "5", "--no-calculator", "--mask", "mixed"],
+    "medium": ["--count", str(len(type_names())), "--seed", "3"],
+    "no-calculator": ["--count", str(len(type_names())), "--seed", "5", "--no-calculator", "--mask", "mixed"],
 }
 
 

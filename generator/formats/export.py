@@ -95,6 +95,8 @@ def problem_record(question: Question, version: int = 1, number: int = 1) -> dic
         "seed": spec.seed,
         "spec": spec_record(spec),
         "shape": {"n_queries": spec.n_queries, "n_keys": spec.n_keys, "d_model": spec.d_model,
+                  # cross-attention from embeddings: d_model is the decoder's, d_enc the encoder's
+                  **({"d_enc": spec.d_enc} if "X_enc" in spec.matrices else {}),
                   "d_k": spec.d_k, "d_v": spec.d_v},
         "marks": question.marks,
         "given": [_name_in(steps, step) for step in question.given],

@@ -252,6 +252,9 @@ PARAMS = (replace(ROW, default=None), Param("ask", read_ask, write=list), PLACES
 
 
 def _check(spec) -> str | None:
+    if "X_dec" in spec.matrices:
+        return ("type backward's dX adds up what reaches one X through W_Q, W_K and W_V, and "
+                "cross-attention's X_dec and X_enc are two sequences; give Q, K and V instead")
     if spec.places is not None and spec.row is None:
         return "places gives one row of A to that many places; say which (row)"
     return None

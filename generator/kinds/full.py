@@ -10,8 +10,10 @@ from generator.maths.engine import solve
 TOGETHER = ("Q", "K", "V")  # one part; every other step of the plan is a part of its own
 # Sized to a budget: Q, K and V given, then fewer tokens, narrower values and keys.
 SHRINKS = ("given", "tokens", "d_v", "d_k", "fewer-tokens")
-PROMPTS = {"Q": "Compute the queries $Q = XW_Q$, the keys $K = XW_K$ and the values $V = XW_V$, "
-                "with their shapes."}
+PROMPTS = {"Q": r"{% if spec.cross %}Compute the queries $Q = X_{\mathrm{dec}} W_Q$ from the decoder's "
+                r"tokens, and the keys $K = X_{\mathrm{enc}} W_K$ and the values $V = X_{\mathrm{enc}} W_V$ "
+                r"from the encoder's, with their shapes.{% else %}Compute the queries $Q = XW_Q$, the "
+                r"keys $K = XW_K$ and the values $V = XW_V$, with their shapes.{% endif %}"}
 
 
 def full_question(spec) -> Question:

@@ -95,6 +95,8 @@ def _columns(step, head: int) -> tuple:
 
 
 def _check(spec) -> str | None:
+    if spec.cross:
+        return "type heads is self-attention over one sequence; cross-attention is type full or cross"
     if spec.head is not None and spec.head not in range(1, HEADS + 1):
         return f"head must be one of 1 to {HEADS}"
     if spec.mask != "none":

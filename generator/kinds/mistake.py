@@ -85,6 +85,9 @@ MISTAKE = Param("mistake", read_mistake, default="no-scaling")  # which of steps
 
 
 def _check(spec) -> str | None:
+    if spec.cross:
+        return ("type mistake's worked solutions are self-attention's over one X (its mistakes fit "
+                "or not by one sequence's tokens); cross-attention is type full or cross")
     if not spec.from_embeddings:
         return "type mistake needs X, W_Q, W_K and W_V"
     if spec.mask != "none":

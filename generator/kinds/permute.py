@@ -115,6 +115,8 @@ def draw_swap(rng, candidate, decimals: int) -> dict | None:
 
 
 def _check(spec) -> str | None:
+    if spec.cross:
+        return "type permute swaps two tokens of one sequence (self-attention's X); cross-attention has two"
     if not spec.from_embeddings:
         return "type permute needs X, W_Q, W_K and W_V"
     return "type permute takes no mask" if spec.mask != "none" else None

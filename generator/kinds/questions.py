@@ -220,12 +220,26 @@ def answer_with_slips(why: str = "") -> str:
 
 
 # Prose shared by the types: what the problem is (sizes, mask), and what to compute.
+# Cross-attention from embeddings: the decoder's tokens (the queries) over the encoder's.
+CROSS_EMBEDDINGS = (
+    r"In cross-attention the {{ spec.n_queries }} token{{ 's' if spec.n_queries != 1 }} of a decoder "
+    r"attend{{ 's' if spec.n_queries == 1 }} over the {{ spec.n_keys }} token{{ 's' if spec.n_keys != 1 }} "
+    r"of an encoder: the decoder's embeddings are the rows of $X_{\mathrm{dec}}$ ($d_{\text{dec}} = "
+    r"{{ spec.d_model }}$), the encoder's the rows of $X_{\mathrm{enc}}$ "
+    r"($d_{\text{enc}} = {{ spec.d_enc }}$). "
+    r"The queries come from the decoder, $Q = X_{\mathrm{dec}} W_Q$; the keys and values from the "
+    r"encoder, $K = X_{\mathrm{enc}} W_K$ and $V = X_{\mathrm{enc}} W_V$; ")
 SETUP = (
-    r"{% if spec.from_embeddings %}A sequence of {{ spec.n_queries }} tokens has embeddings as the "
+    r"{% if spec.from_embeddings %}{% if spec.cross %}" + CROSS_EMBEDDINGS + r"{% else %}A sequence of "
+    r"{{ spec.n_queries }} tokens has embeddings as the "
     r"rows of $X$ ($d_{\text{model}} = {{ spec.d_model }}$), projected by $W_Q$, $W_K$ and $W_V$; "
-    r"{% else %}The rows of $Q$ are {{ spec.n_queries }} quer{{ 'y' if spec.n_queries == 1 else 'ies' }}, "
+    r"{% endif %}{% else %}The rows of $Q$ are {{ spec.n_queries }} "
+    r"quer{{ 'y' if spec.n_queries == 1 else 'ies' }}, "
     r"the rows of $K$ and $V$ are {{ spec.n_keys }} key{{ 's' if spec.n_keys != 1 }} and their values; "
-    r"{% endif %}here $d_k = {{ spec.d_k }}$ and $d_v = {{ spec.d_v }}$."
+    r"{% endif %}here $d_k = {{ spec.d_k }}$ and $d_v = {{ spec.d_v }}$.{% if spec.cross and not "
+    r"spec.from_embeddings %} This is cross-attention: the queries come from a decoder's tokens, the "
+    r"keys and values from an encoder's, and each decoder token's query is scored against the "
+    r"encoder's keys.{% endif %}"
     r"{% if spec.mask == 'causal' %} A causal mask applies: query $i$ may attend only to keys "
     r"$1, \dots, i$, so that no token peeks at the tokens after it (as when a model writes a text "
     r"one token at a time). The mask is the matrix $M$ with $M_{ij} = 0$ for $j \le i$ and "

@@ -22,6 +22,7 @@ import sympy
 
 from generator.kinds import TYPES
 from generator.maths.spec import MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
+from generator.maths.steps import plan_for
 from generator.maths.worthiness import Candidate, is_exam_worthy, scaled_scores_in
 from generator.running.exam_key import problem_code, seed_words
 
@@ -61,6 +62,11 @@ class DrawOptions:
     # An exam's secret (exam_key): its draws are seeded from it too and its problems carry
     # opaque codes; empty for a practice set, whose readable ids say how to draw it again.
     secret: bytes = field(default=b"", repr=False)
+    # Cross-attention (a type's draw_options set it): the decoder's tokens, fewer than the
+    # encoder's ``tokens``, whose queries attend over them; None: self-attention.  Left out of
+    # the repr (as ``given``), which an exam's codes are made from: sets drawn before stay.
+    queries: tuple[int, int] | None = field(default=None, repr=False)
+    given: str = field(default="X", repr=False)  # "X": the embeddings and weights; "QKV": Q, K, V
 
 
 @dataclass(frozen=True)
@@ -75,9 +81,10 @@ class Form:
     d_k: int | None = None
     d_v: int | None = None
     mask: str | None = None
-    given: str = "X"  # "X": X, W_Q, W_K, W_V; "QKV": Q, K and V
+    given: str = "X"  # "X": X, W_Q, W_K, W_V (or the options' own); "QKV": Q, K and V
     focus: bool = False
     shared: tuple[tuple[str, object], ...] = ()
+    queries: int | None = None  # cross-attention: the decoder's tokens (None: as the options say)
 
     def options(self, options: DrawOptions) -> DrawOptions:
         """The draw options of a problem of this form."""
@@ -85,6 +92,10 @@ class Form:
                  if getattr(self, name) is not None}
         if self.tokens is not None:
             sizes["tokens"] = (self.tokens, self.tokens)
+        if self.queries is not None:
+            sizes["queries"] = (self.queries, self.queries)
+        if self.given == "QKV":
+            sizes["given"] = "QKV"
         return replace(options, **sizes)
 
 
@@ -92,6 +103,7 @@ def form_of(spec: ProblemSpec, form: Form | None = None) -> Form:
     """The form a drawn problem has, for every other version of it to keep to."""
     kind = TYPES[spec.question]
     return replace(form or Form(), tokens=spec.n_keys, mask=spec.mask,
+                   queries=spec.n_queries if spec.cross else None,
                    shared=tuple((name, spec.params.get(name)) for name in kind.shared))
 
 
@@ -210,8 +222,8 @@ def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind
     """Problem ``index`` of a version, a question of type ``kind`` (of ``form``), and what
     makes it distinct from the set's others."""
     drawn_with = form.options(options) if form else options
-    candidate, params = _first_worthy(options_for(kind, drawn_with), seed, version, index, seen,
-                                      kind, form)
+    drawn = options_for(kind, drawn_with)
+    candidate, params = _first_worthy(drawn, seed, version, index, seen, kind, form)
     spec = candidate_spec(candidate, problem_id(drawn_with, seed, version, index, kind),
                           None if options.secret else seed)
     extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
@@ -220,7 +232,7 @@ def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind
         raise TypeError(f"type {kind} draws {', '.join(sorted(undeclared))}, not among its params")
     spec = replace(spec, question=kind, number=index, scale=options.scale,
                    matrices={**spec.matrices, **extra}, params=params)
-    return (projections_given(spec) if form and form.given == "QKV" else spec), candidate.identity
+    return (projections_given(spec) if drawn.given == "QKV" else spec), candidate.identity
 
 
 def projections_drawn(candidate: Candidate) -> Candidate:
@@ -228,24 +240,27 @@ def projections_drawn(candidate: Candidate) -> Candidate:
     the draw (a product of two-place decimals has four, more than a sheet may print of a given
     matrix), held as X = I and W = those, so that every check and choice of the draw is made
     on the numbers the sheet prints."""
-    def rounded(w):
-        return np.round(candidate.x @ w, 2)
+    def rounded(x, w):
+        return np.round(x @ w, 2)
 
-    return replace(candidate, x=np.eye(len(candidate.x)), w_q=rounded(candidate.w_q),
-                   w_k=rounded(candidate.w_k), w_v=rounded(candidate.w_v))
+    x_enc = candidate.x if candidate.x_enc is None else candidate.x_enc  # keys' and values' tokens
+    return replace(candidate, x=np.eye(len(candidate.x)), w_q=rounded(candidate.x, candidate.w_q),
+                   w_k=rounded(x_enc, candidate.w_k), w_v=rounded(x_enc, candidate.w_v),
+                   x_enc=None if candidate.x_enc is None else np.eye(len(x_enc)))
 
 
 def projections_given(spec: ProblemSpec) -> ProblemSpec:
     """The problem with Q = XW_Q, K = XW_K and V = XW_V given instead of X and the weights
-    (a type's own matrices, W_O or dO, stay)."""
+    (in cross-attention Q = X_dec W_Q, K = X_enc W_K, V = X_enc W_V, as its plan routes them;
+    a type's own matrices, W_O or dO, stay)."""
     def product(left, right):
         return tuple(tuple(sympy.Add(*(a * b for a, b in zip(row, column)))
                            for column in zip(*right)) for row in left)
 
-    x = spec.matrices["X"]
-    matrices = {name: product(x, spec.matrices[f"W_{name}"]) for name in "QKV"}
+    projections = {step.name: step for step in plan_for(spec) if step.name in ("Q", "K", "V")}
+    matrices = {name: product(*(spec.matrices[i] for i in projections[name].inputs)) for name in "QKV"}
     matrices.update((name, m) for name, m in spec.matrices.items()
-                    if name not in ("X", "W_Q", "W_K", "W_V"))
+                    if name not in ("X", "X_dec", "X_enc", "W_Q", "W_K", "W_V"))
     return replace(spec, matrices=matrices)
 
 
@@ -319,7 +334,7 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple
     for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
-        if form and form.given == "QKV":
+        if options.given == "QKV":
             candidate = projections_drawn(candidate)
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
                                                              options.decimals):
@@ -348,12 +363,23 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
     kinds and sizes, its mask (a mixed set draws one) and, when asked, W_O."""
     tokens = int(rng.integers(options.tokens[0], options.tokens[1] + 1))
     x = _embeddings(rng, options.embeddings, tokens, options.d_model)
+    x_enc = None
+    if options.queries is not None:  # cross-attention: x the encoder's tokens, then the decoder's
+        x_enc, x = x, _embeddings(rng, options.embeddings, _queries(rng, options.queries, tokens),
+                                  options.d_model)
     w_q, w_k, w_v = (_weights(rng, options.weights, options.d_model, d)
                      for d in (options.d_k, options.d_k, options.d_v))
     masked = options.mask == "causal" or (options.mask == "mixed" and bool(rng.integers(2)))
     w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
     scale = None if options.scale is None else float(options.scale)
-    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o, scale)
+    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o, scale, x_enc)
+
+
+def _queries(rng, queries: tuple[int, int], keys: int) -> int:
+    """The decoder's tokens, drawn from ``queries`` and fewer than the encoder's ``keys`` (at
+    least 1): the queries and the keys then always differ in number, as the key tells them apart."""
+    high = max(1, min(queries[1], keys - 1))
+    return int(rng.integers(min(queries[0], high), high + 1))
 
 
 def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:
@@ -381,8 +407,7 @@ def candidate_spec(candidate: Candidate, problem: str, seed: int) -> ProblemSpec
     def exact(matrix: np.ndarray):
         return tuple(tuple(sympy.Rational(int(round(v * 100)), 100) for v in row) for row in matrix)
 
-    matrices = {"X": exact(candidate.x), "W_Q": exact(candidate.w_q),
-                "W_K": exact(candidate.w_k), "W_V": exact(candidate.w_v)}
+    matrices = {name: exact(matrix) for name, matrix in candidate.given.items()}
     if candidate.w_o is not None:
         matrices["W_O"] = exact(candidate.w_o)
     return ProblemSpec(id=problem, matrices=matrices, mask=candidate.mask, seed=seed)

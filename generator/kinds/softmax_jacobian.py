@@ -57,6 +57,14 @@ def draw_row_and_upstream(rng, candidate, decimals: int) -> dict | None:
             if rows else None)
 
 
+def _check(spec) -> str | None:
+    if "X_dec" in spec.matrices:  # its row comes from the backward pass, whose dX takes one X
+        return ("type softmax-jacobian's gradient comes from the backward pass, whose dX adds up "
+                "what reaches one X; cross-attention's X_dec and X_enc are two sequences: give Q, "
+                "K and V instead")
+    return None
+
+
 register(QuestionType(
     "softmax-jacobian", jacobian_question, "The softmax Jacobian, by hand",
     ("Token {{ spec.row + 1 }}'s row of attention weights $a${% if spec.places %} (to "
@@ -70,6 +78,6 @@ register(QuestionType(
     after={"jvp": r"Entry by entry this is $a_j\,(g_j - \sum_k a_k g_k)$: the softmax backward "
                   r"step of the backward pass, which never writes $J$ out."},
     choice="{{ choice }}", params=(ROW, PLACES),  # that row of weights, to so many places
-    matrices=("dO",), min_tokens=2,
+    matrices=("dO",), min_tokens=2, check=_check,
     draw_options=lambda options: replace(options, mask="none"),
     draw_params=draw_row_and_upstream, in_default_mix=False, no_calculator=short_weights))

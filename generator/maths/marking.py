@@ -223,7 +223,8 @@ def slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
 
 def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]:
     """A product turned: a transpose left off or added on either side, the factors in the
-    other order, or the wrong matrix taken (the step's ``mixed_up`` input); said with why
+    other order, or the wrong matrix taken (the step's ``mixed_up`` input, or its
+    ``mixed_up_first``: X_dec for X_enc); said with why
     the product is the way round it is (the step's ``why``)."""
     def text(inputs=step.inputs, left=step.transpose_left, right=step.transpose):
         return f"{sym(inputs[0])}{'ᵀ' if left else ''} {sym(inputs[1])}{'ᵀ' if right else ''}"
@@ -233,6 +234,8 @@ def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]
               {"inputs": list(step.inputs[::-1])}]
     if step.mixed_up:
         turned.append({"inputs": [step.inputs[0], step.mixed_up]})
+    if step.mixed_up_first:  # cross-attention: the other sequence's tokens projected
+        turned.append({"inputs": [step.mixed_up_first, step.inputs[1]]})
 
     def said(c):
         return text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),

@@ -35,6 +35,8 @@ MAX_DIMENSION = 16
 MAX_FILE_BYTES = inputs.MAX_BYTES  # a spec, roster or header file: far above any real one
 MASKS = ("none", "causal")
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
+# cross-attention: the queries from a decoder's tokens, the keys and values from an encoder's
+FROM_TWO_SEQUENCES = ("X_dec", "X_enc", "W_Q", "W_K", "W_V")
 FROM_PROJECTIONS = ("Q", "K", "V")
 OPTION_KEYS = ("mask", "scale", "title", "type")
 
@@ -98,30 +100,40 @@ class ProblemSpec:
 
     @property
     def from_embeddings(self) -> bool:
-        """Whether the problem starts from embeddings X and weights W_Q, W_K, W_V (not from Q, K and
-        V)."""
-        return "X" in self.matrices
+        """Whether the problem starts from embeddings and weights W_Q, W_K, W_V (X, or X_dec and
+        X_enc), not from Q, K and V."""
+        return "X" in self.matrices or "X_dec" in self.matrices
 
     @property
     def cross(self) -> bool:
-        """Cross-attention: queries from one sequence, keys and values from another (Q, K
-        and V given, with more or fewer queries than keys)."""
-        return not self.from_embeddings and self.n_queries != self.n_keys
+        """Cross-attention: queries from one sequence, keys and values from another (a decoder's
+        tokens X_dec over an encoder's X_enc; or Q, K and V given, with more or fewer queries
+        than keys)."""
+        return "X_dec" in self.matrices or (not self.from_embeddings and self.n_queries != self.n_keys)
 
     @property
     def n_queries(self) -> int:
-        """The number of queries (of tokens, in self-attention)."""
-        return len(self.matrices["X" if self.from_embeddings else "Q"])
+        """The number of queries (of tokens, in self-attention; of the decoder's, in
+        cross-attention)."""
+        return len(self.matrices[_first_present(self.matrices, ("X_dec", "X", "Q"))])
 
     @property
     def n_keys(self) -> int:
-        """The number of keys (and values)."""
-        return len(self.matrices["X" if self.from_embeddings else "K"])
+        """The number of keys (and values): of tokens, or of the encoder's in cross-attention."""
+        return len(self.matrices[_first_present(self.matrices, ("X_enc", "X", "K"))])
 
     @property
     def d_model(self) -> int | None:
-        """The embeddings' width, or None when the problem starts from Q, K and V."""
-        return len(self.matrices["X"][0]) if self.from_embeddings else None
+        """The embeddings' width (X's; in cross-attention the decoder's, d_dec, the width of the
+        model whose queries attend), or None when the problem starts from Q, K and V."""
+        name = _first_present(self.matrices, ("X_dec", "X"))
+        return len(self.matrices[name][0]) if name else None
+
+    @property
+    def d_enc(self) -> int | None:
+        """The width of the embeddings the keys and values come from: the encoder's (X_enc) in
+        cross-attention, else d_model (None from Q, K and V)."""
+        return len(self.matrices["X_enc"][0]) if "X_enc" in self.matrices else self.d_model
 
     @property
     def d_k(self) -> int:
@@ -132,6 +144,11 @@ class ProblemSpec:
     def d_v(self) -> int:
         """The width of the values, and so of the output."""
         return len(self.matrices["W_V" if self.from_embeddings else "V"][0])
+
+
+def _first_present(matrices: Mapping, names: tuple[str, ...]) -> str:
+    """The first of ``names`` the matrices hold ("" for none)."""
+    return next((name for name in names if name in matrices), "")
 
 
 def load_spec_file(path: Path) -> list[ProblemSpec]:
@@ -207,11 +224,14 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
                        scale=_parse_scale(record, where), title=_parse_title(record, where),
                        fractions=_written_as_fractions(record, matrices))
+    # its type first: a type that refuses the problem says why (backward, of cross-attention's
+    # X_dec and X_enc) before a step of its plan that cannot be taken says what does not fit
+    spec = _with_question(spec, record, where)
     try:  # every step's inputs fit, by the registry's shape rules (a step added to it, too)
         steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
     except ValueError as error:
         raise SpecError(f"{where}: {error}") from None
-    return _with_question(spec, record, where)
+    return spec
 
 
 def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
@@ -345,15 +365,32 @@ def _where(path: Path, index: int, count: int) -> str:
 
 
 def _matrix_names(record: dict, where: str) -> tuple[str, ...]:
-    has_embeddings = any(name in record for name in FROM_EMBEDDINGS)
+    sequences = _sequences(record, where)
+    has_embeddings = bool(sequences) or any(name in record for name in FROM_EMBEDDINGS)
     has_projections = any(name in record for name in FROM_PROJECTIONS)
+    embeddings = FROM_TWO_SEQUENCES if "X_dec" in sequences else FROM_EMBEDDINGS
     if has_embeddings and has_projections:
-        raise SpecError(f"{where}: give either X, W_Q, W_K, W_V or Q, K, V, not both")
-    names = FROM_PROJECTIONS if has_projections else FROM_EMBEDDINGS
+        raise SpecError(f"{where}: give either {', '.join(embeddings)} or Q, K, V, not both")
+    names = FROM_PROJECTIONS if has_projections else embeddings
     missing = [name for name in names if name not in record]
     if missing:
         raise SpecError(f"{where}: missing {missing[0]} (a problem needs {', '.join(names)})")
     return names
+
+
+def _sequences(record: dict, where: str) -> tuple[str, ...]:
+    """The embeddings a file gives: X (self-attention), or X_dec and X_enc (cross-attention:
+    the decoder's tokens query the encoder's), never both, never one of the two alone."""
+    found = tuple(name for name in ("X", "X_dec", "X_enc") if name in record)
+    if "X" in found and len(found) > 1:
+        raise SpecError(f"{where}: give either X (self-attention) or X_dec and X_enc "
+                        f"(cross-attention), not both")
+    if len(found) == 1 and found[0] != "X":
+        other = "X_enc" if found[0] == "X_dec" else "X_dec"
+        raise SpecError(f"{where}: {found[0]} needs {other}: cross-attention takes its queries from "
+                        f"the decoder's tokens (X_dec) and its keys and values from the encoder's "
+                        f"(X_enc)")
+    return found
 
 
 def _written_as_fractions(record: dict, matrices: dict[str, Matrix]) -> frozenset:
@@ -397,13 +434,15 @@ def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
         if not condition:
             raise SpecError(f"{where}: {message}")
 
-    if "X" in matrices:
-        for weight in ("W_Q", "W_K", "W_V"):
-            require(rows(weight) == columns("X"),
-                    f"{weight} has {rows(weight)} rows but X has {columns('X')} columns")
+    if "X" in matrices or "X_dec" in matrices:
+        for weight, source in _projection_sources(matrices).items():
+            require(rows(weight) == columns(source),
+                    f"{weight} has {rows(weight)} rows but {source} has {columns(source)} columns")
         require(columns("W_K") == columns("W_Q"),
                 f"W_K has {columns('W_K')} columns but W_Q has {columns('W_Q')} (both are d_k)")
-        tokens, dimensions = rows("X"), [columns(n) for n in FROM_EMBEDDINGS]
+        sequences = [name for name in ("X", "X_dec", "X_enc") if name in matrices]
+        tokens = max(rows(name) for name in sequences)
+        dimensions = [columns(n) for n in (*sequences, "W_Q", "W_K", "W_V")]
     else:
         require(columns("K") == columns("Q"),
                 f"K has {columns('K')} columns but Q has {columns('Q')} (both are d_k)")
@@ -412,6 +451,14 @@ def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
     require(tokens <= MAX_TOKENS, f"{tokens} tokens; at most {MAX_TOKENS} (an exam, not a model)")
     require(max(dimensions) <= MAX_DIMENSION,
             f"dimension {max(dimensions)}; at most {MAX_DIMENSION} (an exam, not a model)")
+
+
+def _projection_sources(matrices: dict[str, Matrix]) -> dict[str, str]:
+    """Each weight and the embeddings it projects, as the plan routes them (the step registry):
+    W_Q, W_K and W_V all project X (or a step that stands in for it, X + P, of X's width); in
+    cross-attention W_Q projects X_dec, W_K and W_V X_enc."""
+    return {step.inputs[1]: step.inputs[0] if step.inputs[0] in matrices else "X"  # X + P: X's
+            for step in steps.plan(tuple(matrices), through="V") if step.name in FROM_PROJECTIONS}
 
 
 def _parse_mask(record: dict, where: str) -> str:

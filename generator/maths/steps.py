@@ -46,6 +46,13 @@ class StepDef:
                            # 1/sqrt(d_k) scales it (the spec's scale, a mistake's 1 or 1/d_k)
     why: str = ""  # a product: why it is the way round it is, said where a student turns it
     mixed_up: str = ""  # a product: the input a student most often takes instead of the second
+    # A given matrix that, where a problem gives it, the steps ``feeds`` read in place of
+    # ``stands_for`` (cross-attention: X_dec is X for Q, X_enc is X for K and V).
+    stands_for: str = ""
+    feeds: tuple[str, ...] = ()
+    # A product: the input a student most often takes instead of the first (the plan sets it
+    # where two given matrices stand for one: X_enc in place of Q's X_dec).
+    mixed_up_first: str = ""
 
     @property
     def is_given(self) -> bool:
@@ -63,8 +70,11 @@ def given_def(name: str, symbol: str = "") -> StepDef:
 
 
 def _projection(name: str) -> StepDef:
-    return StepDef(name, "product", ("X", f"W_{name}"), name, f"{name} = X W_{name}",
-                   f"${name} = XW_{name}$", asks_shape=True)
+    """Q, K or V: the embeddings (X, or where a problem routes it, X_dec or X_enc) times its
+    weights; a symbol of more than one letter is set off from W by a thin space."""
+    source = "{% set x = '" + name + "' | input_of %}{{ x | sym }}{{ '' if x == 'X' else ' ' }}"
+    return StepDef(name, "product", ("X", f"W_{name}"), name, f"{name} = {{0}} W_{name}",
+                   f"${name} = {source}W_{name}$", asks_shape=True)
 
 
 REGISTRY: dict[str, StepDef] = {}
@@ -137,6 +147,7 @@ def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
     a step lacking an input is not taken, nor is any step that needs it (no dO: no gradients;
     no X: no dW_Q), unless it is ``optional`` (then it too hands its first input on)."""
     changes = MISTAKEN.get(mistake, {}) if mistake else {}
+    routes = _routes(given)
     active = {"": True, "scaled": scaled or "scaled" in changes, "causal": causal}
     steps = [REGISTRY[name] if REGISTRY[name].is_given else given_def(name, REGISTRY[name].symbol)
              for name in given]
@@ -145,7 +156,7 @@ def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
     for name in PIPELINE:
         if name in have:
             continue
-        step = replace(REGISTRY[name], **changes.get(name, {}))
+        step = _routed(replace(REGISTRY[name], **changes.get(name, {})), routes.get(name, {}))
         resolved = tuple(_resolve(i, stands_for) for i in step.inputs)
         skipped = not active[step.when] or (step.optional and not have.issuperset(resolved))
         if skipped:
@@ -158,6 +169,30 @@ def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
         if name == through:
             break
     return tuple(steps)
+
+
+def _routes(given: tuple[str, ...]) -> dict[str, dict[str, tuple[str, str]]]:
+    """What the steps read in place of a matrix some given ones stand for: {step: {input: (the
+    given it reads, the other given that stands for the same input, or "")}}.  With X_dec and
+    X_enc given, Q reads X_dec (X_enc being the one it is mixed up with), K and V read X_enc."""
+    standing = [name for name in given if name in REGISTRY and REGISTRY[name].stands_for]
+    routes: dict[str, dict[str, tuple[str, str]]] = {}
+    for name in standing:
+        stands_for = REGISTRY[name].stands_for
+        other = next((o for o in standing if o != name and REGISTRY[o].stands_for == stands_for), "")
+        for later in REGISTRY[name].feeds:
+            routes.setdefault(later, {})[stands_for] = (name, other)
+    return routes
+
+
+def _routed(step: StepDef, reads: dict[str, tuple[str, str]]) -> StepDef:
+    """The step reading what the problem's given matrices stand for (``_routes``)."""
+    if not reads:
+        return step
+    source, other = reads.get(step.inputs[0], ("", "")) if step.inputs else ("", "")
+    return replace(step, inputs=tuple(reads[i][0] if i in reads else i for i in step.inputs),
+                   mixed_up_first=other or step.mixed_up_first,
+                   why=step.why or (REGISTRY[source].why if source else ""))
 
 
 def _resolve(name: str, stands_for: dict[str, str]) -> str:
@@ -234,7 +269,15 @@ def symbol(name: str, head: int | None = None) -> str:
 # are entered without asking the op registry: its built-in ops are assembled from modules that
 # import this one (a test checks that every step's op is registered).
 for _step in (
-    given_def("X", "X"), given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
+    given_def("X", "X"),
+    # cross-attention: the queries from a decoder's tokens, the keys and values from an encoder's
+    replace(given_def("X_dec", r"X_{\mathrm{dec}}"), stands_for="X", feeds=("Q",),
+            text="X_dec (given): the decoder's tokens, whose queries attend",
+            why="the queries come from the decoder's tokens"),
+    replace(given_def("X_enc", r"X_{\mathrm{enc}}"), stands_for="X", feeds=("K", "V"),
+            text="X_enc (given): the encoder's tokens, which give the keys and values",
+            why="the keys and values come from the encoder's tokens"),
+    given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
     _projection("Q"), _projection("K"), _projection("V"),
     StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
             r"${{ 'scores' | sym }} = {{ 'Q' | sym }} {{ 'K' | sym }}^{\top}$",

@@ -26,6 +26,7 @@ from generator.maths.crosscheck import attention_steps
 from generator.maths.spec import MISTAKES, mistakes_for_shapes
 
 QKV_BOUND = {"easy": 3, "medium": 3}
+TOKENS = ("X", "X_dec", "X_enc")  # the embeddings a candidate gives: one sequence's, or two
 SCORE_BOUND = {"easy": 6, "medium": 8}
 SCALED_BOUND = 6.0
 
@@ -42,17 +43,21 @@ class Candidate:
     mask: str
     w_o: np.ndarray | None = None  # the output projection of a two-head question
     scale: float | None = None  # the scores' factor, when not 1/sqrt(d_k)
+    x_enc: np.ndarray | None = None  # cross-attention: the encoder's tokens (x is the decoder's)
 
     @property
     def given(self) -> dict[str, np.ndarray]:
-        """The given matrices by the names a spec gives them (X, W_Q, W_K, W_V)."""
-        return {"X": self.x, "W_Q": self.w_q, "W_K": self.w_k, "W_V": self.w_v}
+        """The given matrices by the names a spec gives them (X, W_Q, W_K, W_V; in
+        cross-attention X_dec and X_enc for X)."""
+        tokens = {"X": self.x} if self.x_enc is None else {"X_dec": self.x, "X_enc": self.x_enc}
+        return {**tokens, "W_Q": self.w_q, "W_K": self.w_k, "W_V": self.w_v}
 
     @property
     def identity(self) -> tuple:
         """Equal for two problems that differ only in the order of their tokens."""
         tokens = tuple(sorted(tuple(row) for row in self.x.tolist()))
-        return (tokens, self.w_q.tobytes(), self.w_k.tobytes(), self.w_v.tobytes(), self.mask)
+        encoder = () if self.x_enc is None else (tuple(sorted(tuple(r) for r in self.x_enc.tolist())),)
+        return (tokens, *encoder, self.w_q.tobytes(), self.w_k.tobytes(), self.w_v.tobytes(), self.mask)
 
 
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
@@ -60,7 +65,7 @@ def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool
     values alike, no zero row or column in the steps worked, numbers within the difficulty's
     bounds, and no weight that shows as 0 or 1 or row of equal weights."""
     steps = attention_steps(candidate.given, candidate.mask, candidate.scale)
-    return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
+    return (all(_distinct_nonzero_rows(steps[name]) for name in (*TOKENS, "Q", "K", "V") if name in steps)
             and all(_no_zero_lines(steps[name]) for name in ("Q", "K", "V", "output"))
             and _no_zero_lines(steps["scores"])
             and all(_distinct_rows(steps[name]) for name in ("scores", "weights", "output"))

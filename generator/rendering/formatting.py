@@ -303,8 +303,12 @@ def widened_operand(line, decimals: int) -> Num | None:
 def table_places(softmax_steps, decimals: int) -> int:
     """The decimals a no-calculator table prints its exponentials with: as many as the set's
     softmax working needs, which then writes every exponential exactly as the table does."""
-    return max([decimals] + [working_places(line, decimals) for step in softmax_steps
-                             for line in step.working])
+    lines = [line for step in softmax_steps for line in step.working]
+    least = max([decimals] + [working_places(line, decimals) for line in lines])
+    # More places can break a line that checked with fewer (0.135/0.871 rounds to 0.15 where
+    # 0.14/0.88 gives the key's 0.16): the fewest from there at which every line checks.
+    equations = [equation for line in lines for equation in _equations(line)]
+    return _fewest(least, lambda p: all(e.checks(p, decimals) for e in equations))
 
 
 def table_quotient(places: int) -> str:

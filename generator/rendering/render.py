@@ -320,8 +320,10 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
     @jinja2.pass_context
     def input_of(context, name: str) -> str:
         question, part = context.get("question"), context.get("part")
-        solution = getattr(part, "solution", None) or question.solution
-        return next((step.inputs[0] for step in solution.plan if step.name == name),
+        solutions = (getattr(part, "solution", None), question.solution)
+        # where it is computed: a part's plan may take it as given (a mistake's fix keeps Q)
+        return next((step.inputs[0] for solution in solutions if solution is not None
+                     for step in solution.plan if step.name == name and step.inputs),
                     steps.REGISTRY[name].inputs[0])
 
     @jinja2.pass_context

@@ -146,6 +146,18 @@ def planned_problems(options: Options, students: list[Student] | None) -> Planne
                    drawn=not (options.spec or options.problem is not None))
 
 
+def default_title(specs) -> str | None:
+    """The documents' title where the teacher gives none and the default's words would not fit
+    the problems: not "scaled" at scale 1, cross-attention where the problems are (all of
+    them; some: attention); None where the default fits."""
+    scaled = "Dot-product" if specs and all(spec.unscaled for spec in specs) else "Scaled dot-product"
+    crossed = [spec.cross for spec in specs]
+    kind = ("cross-attention" if crossed and all(crossed) else "attention" if any(crossed)
+            else "self-attention")
+    title = f"{scaled} {kind}"
+    return None if title == DocumentInfo.title else title
+
+
 def document_info(options: Options, plan: Planned, sets, recorded: dict,
                   info_fields: dict) -> DocumentInfo:
     """What the documents print about the run: the header, the seed and the command that
@@ -156,8 +168,8 @@ def document_info(options: Options, plan: Planned, sets, recorded: dict,
     if plan.drawn:
         assert plan.seed is not None, "planned_problems draws with a seed"
         command = draw_command(options, plan.seed)
-    if "title" not in info_fields and all(spec.unscaled for v in plan.specs.values() for spec in v):
-        info_fields["title"] = "Dot-product self-attention"  # scale 1: nothing is scaled
+    if "title" not in info_fields and (title := default_title([s for v in plan.specs.values() for s in v])):
+        info_fields["title"] = title
     practice = bool(options.practice or options.problem and not options.record)  # a readable id
     return DocumentInfo(**{"practice": practice, **info_fields,
                            **exponent_table(options, sets, recorded)},
