@@ -93,7 +93,7 @@ TYPES: dict[str, QuestionType] = {}
 # default mix draws those of them it takes (``in_default_mix``) in turn.  A type registered
 # besides them (a plugin's, a test's) comes after them, in the order registered.
 BUILT_IN = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
-            "softmax-jacobian")
+            "softmax-jacobian", "kv-cache")
 
 
 def register(kind: QuestionType) -> QuestionType:
