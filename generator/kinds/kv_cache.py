@@ -18,8 +18,7 @@ from dataclasses import replace
 
 import sympy
 
-from generator.kinds import GIVEN, Param, QuestionType, register
-from generator.kinds import kv_cache_ops
+from generator.kinds import GIVEN, Param, QuestionType, kv_cache_ops, register
 from generator.kinds.questions import TIE, Part, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths import steps
 from generator.maths.crosscheck import attention_steps
@@ -210,13 +209,14 @@ def _check(spec) -> str | None:
         if len(rows) > MAX_TOKENS - 1:
             return f"{name} has {len(rows)} rows (earlier tokens); at most {MAX_TOKENS - 1}"
     if given == list(CACHE) and len(spec.matrices["V_cache"]) != len(spec.matrices["K_cache"]):
-        return (f"V_cache must have a row per cached token, as K_cache has ({len(spec.matrices['K_cache'])}); "
-                f"it has {len(spec.matrices['V_cache'])}")
+        rows = len(spec.matrices["K_cache"]), len(spec.matrices["V_cache"])
+        return (f"V_cache must be {rows[0]} × {spec.d_v}, a row per cached token as K_cache has; "
+                f"it has {rows[1]} rows")
     return None
 
 
 # Drawn: t + 1 real tokens under a causal mask (worthy as a whole), the last one the new token.
-SIZES = {"easy": dict(tokens=(3, 3), d_model=3, d_k=2, d_v=2, embeddings="one-hot", weights="diagonal"),
+SIZES = {"easy": dict(tokens=(3, 3), d_model=3, d_k=2, d_v=2, embeddings="one-hot", weights="integer"),
          "medium": dict(tokens=(4, 4), d_model=3, d_k=4, d_v=2, embeddings="integer", weights="integer"),
          "hard": dict(tokens=(4, 4), d_model=2, d_k=2, d_v=2, embeddings="decimal", weights="integer")}
 
