@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import sympy
 
 from generator.kinds import GIVEN, Param, QuestionType, kv_cache_ops, register
@@ -237,15 +238,31 @@ def draw_params(rng, candidate, decimals: int) -> dict | None:
     def exact(matrix):
         return tuple(tuple(sympy.Rational(int(round(v * 100)), 100) for v in row) for row in matrix)
 
-    weights = sorted(attention_steps(candidate.given, "causal", candidate.scale)["weights"][-1])
-    if weights[-1] - weights[-2] < TIE:  # "its largest weight goes to token j": one j
-        return None
+    full = attention_steps(candidate.given, "causal", candidate.scale)
+    weights = sorted(full["weights"][-1])
+    if weights[-1] - weights[-2] < TIE or not slips_show(candidate, full, decimals):
+        return None  # "its largest weight goes to token j": one j
     layers, kv_heads, head_dim, context, width = MODELS[int(rng.integers(len(MODELS)))]
     size = 2 * layers * kv_heads * head_dim * context * width
     units = [u for u in ("MiB", "GiB") if (size * 100) % UNITS[u] == 0 and size >= UNITS[u] // 4]
     return {"matrices": {"X": exact(candidate.x[-1:]), "X_past": exact(candidate.x[:-1])},
             **dict(zip(MODEL_KEYS, (layers, kv_heads, head_dim, context, width))),
             "unit": units[int(rng.integers(len(units)))]}
+
+
+def slips_show(candidate, full: dict, decimals: int) -> bool:
+    """Whether each typical slip (the new key not appended, a cached key taken for the query, the
+    previous token's row) gives an o well apart from the key: beyond what rounding every step
+    to the printed decimals can move it."""
+    def row(query, keys, values):
+        scaled = query @ keys.T * (1 / np.sqrt(keys.shape[1]) if candidate.scale is None else candidate.scale)
+        weights = np.exp(scaled - scaled.max())
+        return weights / weights.sum() @ values
+
+    keys, values, right = full["K"], full["V"], full["output"][-1]
+    slipped = (row(full["Q"][-1], keys[:-1], values[:-1]), row(keys[-2], keys, values), full["output"][-2])
+    apart = 15 * 10.0**-decimals * max(1.0, np.abs(values).max())  # rounding moves o with V's size
+    return all(np.abs(other - right).max() > apart for other in slipped)
 
 
 STATEMENT = (
