@@ -192,6 +192,8 @@ PARAMS = (*(Param(key, _whole(key, most), default=default) for key, most, defaul
 def _check(spec) -> str | None:
     """The new token one row; the cache as K_cache and V_cache or as X_past, of the widths the
     weights give, for 1 to MAX_TOKENS - 1 earlier tokens."""
+    if not spec.from_embeddings:
+        return "type kv-cache starts from the new token's embedding X (one row) and W_Q, W_K, W_V"
     x = spec.matrices["X"]
     if len(x) != 1:
         return f"X is the new token's embedding x, one row (1 × {len(x[0])}); it has {len(x)} rows"
@@ -323,6 +325,8 @@ register(QuestionType(
     NAME, kv_question, "Decoding with a KV cache", STATEMENT, prompts=PROMPTS,
     keys={"kv-lesson": answer_with_slips()}, after=AFTER, choice="{{ choice }}",
     params=PARAMS, check=_check, draw_options=draw_options, draw_params=draw_params,
+    not_drawable=lambda options: ("the cache's size multiplies numbers into the hundreds of millions, "
+                                  "a calculator's work" if options.no_calculator else None),
     in_default_mix=False, shrinks=()))
 
 
