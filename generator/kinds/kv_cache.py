@@ -75,13 +75,11 @@ def _steps() -> tuple[StepDef, ...]:
 
 
 def register_steps() -> None:
-    """The cache's given matrices (keys of a spec file, taken by this type alone: ``check``) and
-    this type's own steps, off the main pipeline."""
+    """The cache's given matrices (keys of a spec file, which this type alone takes: ``may_take``;
+    its ``check`` says which it needs) and this type's own steps, off the main pipeline."""
     for name, symbol in (("K_cache", r"K_{\text{cache}}"), ("V_cache", r"V_{\text{cache}}"),
                          ("X_past", r"X_{\text{past}}")):
-        # in the pipeline's list as given matrices, so that a spec file may hold them; no
-        # plan computes anything from them
-        steps.register(replace(given_def(name, symbol), text=f"{name} (given)"))
+        steps.register(replace(given_def(name, symbol), text=f"{name} (given)"), pipeline=False)
     for step in _steps():
         steps.register(step, pipeline=False)
 
@@ -324,7 +322,8 @@ AFTER = {
 register(QuestionType(
     NAME, kv_question, "Decoding with a KV cache", STATEMENT, prompts=PROMPTS,
     keys={"kv-lesson": answer_with_slips()}, after=AFTER, choice="{{ choice }}",
-    params=PARAMS, check=_check, draw_options=draw_options, draw_params=draw_params,
+    params=PARAMS, check=_check, may_take=(*CACHE, "X_past"), draw_options=draw_options,
+    draw_params=draw_params,
     not_drawable=lambda options: ("the cache's size multiplies numbers into the hundreds of millions, "
                                   "a calculator's work" if options.no_calculator else None),
     in_default_mix=False, shrinks=()))
