@@ -302,18 +302,20 @@ PROMPTS = {
                r"bytes){% endif %}?",
 }
 AFTER = {
-    "kv-weights": (r"The new token, token {{ question.given[-1].shape[0] + 1 }}, gives its largest weight, "
-                   r"${{ part.answer[1] | num }}$, to token {{ part.answer[0] + 1 }}; its weights add up "
-                   r"to 1 over all {{ question.given[-1].shape[0] + 1 }} tokens, its own included."),
+    "kv-weights": (
+        r"{% set new = question.given[-1].shape[0] + 1 %}The new token, token {{ new }}, gives its "
+        r"largest weight, ${{ part.answer[1] | num }}$, to token {{ part.answer[0] + 1 }}"
+        r"{% if part.answer[0] + 1 == new %} (itself){% endif %}; its weights add up to 1 over all "
+        r"{{ new }} tokens, its own included."),
     "kv-output": (
         r"{% set t = question.given[-1].shape[0] %}"
         r"{% if part.answer %}Check: full causal attention over all {{ t + 1 }} tokens, $X = "
         r"[X_{\text{past}};\, x]$, gives the last row of $O$ as "
         r"$({% for n in part.answer %}{{ n | num }}{{ ', ' if not loop.last }}"
         r"{% endfor %})$, which is $o$.{% else %}This $o$ is the last row of full causal attention "
-        r"over all {{ t + 1 }} tokens, as long as the cache holds $X_{\text{past}} W_K$ and "
-        r"$X_{\text{past}} W_V$ of the earlier tokens under these same weights: the last row reads "
-        r"only the new query and every key and value.{% endif %}"),
+        r"over all {{ t + 1 }} tokens as long as the cache holds $X_{\text{past}} W_K$ and "
+        r"$X_{\text{past}} W_V$, the earlier tokens' embeddings $X_{\text{past}}$ under these same "
+        r"weights: the last row reads only the new query and every key and value.{% endif %}"),
     "kv-size": (r"The factor 2 is for $K$ and $V$: every layer keeps both, for each KV head and "
                 r"each token."),
 }
