@@ -69,8 +69,8 @@ def _steps() -> tuple[StepDef, ...]:
                 why="o blends the rows of V with the new token's weights", mixed_up="V_cache"),
         StepDef("cache_size", kv_cache_ops.CACHE_SIZE, ("kv_model",), r"\mathrm{size}",
                 "size = 2 x layers x kv_heads x head_dim x tokens x bytes / unit",
-                r"$\mathrm{size} = 2 \times \text{layers} \times \text{KV heads} \times "
-                r"\text{head width} \times \text{tokens} \times \text{bytes per value}$", marks=2),
+                r"$\mathrm{size} = 2 \times \text{layers} \times \text{heads} \times \text{width} "
+                r"\times \text{tokens} \times \text{bytes}$", marks=2),
     )
 
 
@@ -160,9 +160,9 @@ LESSON = (
      "of $O$ must be worked again.",
      "under the causal mask no earlier query sees the new key, so the earlier rows do not change"),
     ("It is the last row of $O$ only because $Q$ is cached too: the new row needs the earlier "
-     "tokens' queries.", "the new row needs only the new token's own query q; an earlier query is "
-     "never used again, which is why Q is not cached"),
-    ("It is the mean of the rows of $O$.", "o is one row of O, the new token's own, not an average"),
+     "tokens' queries.", "the new row needs only the new token's own query $q$; an earlier query "
+     "is never used again, which is why $Q$ is not cached"),
+    ("It is the mean of the rows of $O$.", "$o$ is one row of $O$, the new token's own, not an average"),
 )
 
 
