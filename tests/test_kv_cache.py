@@ -4,6 +4,8 @@ cache's size equals a tensor's bytes, the slips are marked wrong, and spec files
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import sympy
@@ -244,3 +246,25 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
             assert marks[f"{problem_id} cache_size"] == ["wrong"] and "factor 2" in marks[f"{problem_id} (g)"]
             assert errors == []
         browser.close()
+
+
+def test_moodle_and_canvas_mark_the_size_in_the_unit_asked(tmp_path):
+    """512 MiB is the answer to the default model: Moodle's gap and Canvas's condition take 512 (to
+    a hair), so neither the bytes nor half of it (the factor 2 left out) is right."""
+    import zipfile
+
+    from generator.cli import main
+
+    spec = tmp_path / "kv.toml"
+    spec.write_text('type = "kv-cache"\nX = [[1, 0]]\nW_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, 1]]\n'
+                    'W_V = [[1, 0], [0, 1]]\nK_cache = [[0, 1]]\nV_cache = [[1, 1]]\n', encoding="utf-8")
+    assert main(["--spec", str(spec), "--format", "moodle,qti", "--out", str(tmp_path / "out")]) == 0
+    moodle = (tmp_path / "out" / "moodle.xml").read_text(encoding="utf-8")
+    gap = re.search(r"NUMERICAL:=512:([\d.]+)\}", moodle)
+    assert gap and float(gap[1]) < 0.01
+    with zipfile.ZipFile(tmp_path / "out" / "qti.zip") as package:
+        quiz = next(package.read(n).decode() for n in package.namelist() if n.endswith("quiz.xml"))
+    low, high = (float(x) for x in re.search(
+        r"<varequal [^>]*>512</varequal>\s*<and>\s*<vargte [^>]*>([\d.]+)</vargte>\s*"
+        r"<varlte [^>]*>([\d.]+)</varlte>", quiz).groups())
+    assert low <= 512 <= high and high - low < 0.01
