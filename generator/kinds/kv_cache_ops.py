@@ -139,10 +139,10 @@ def cache_size_seconds(step, cost) -> int:
 
 
 def cache_size_first(w) -> str:
-    """The hint's first line: the product written out."""
+    """The hint's first line: the product written out, every digit (whole numbers, as the key's
+    working writes them, never in scientific notation)."""
     line = w.line
-    factors = " × ".join(w.text(f) for f in line.factors)
-    return f"{factors} = {w.text(line.total)} bytes."
+    return f"{' × '.join(str(f.exact) for f in line.factors)} = {line.total.exact} bytes."
 
 
 CACHE_SIZE_OP = ops.Op(
