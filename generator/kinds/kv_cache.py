@@ -302,6 +302,10 @@ PROMPTS = {
                r"bytes){% endif %}?",
 }
 AFTER = {
+    "kv-qkv": ("The new token is one row, so $q$, $k$ and $v$ are one row each: a decoder projects only "
+               "the new token, never the earlier ones again."),
+    "kv-append": ("Only $k$ and $v$ join the cache: every later token's row reads every key and value, "
+                  "its own query alone, so $q$ is used once, now, and never kept."),
     "kv-weights": (
         r"{% set new = question.given[-1].shape[0] + 1 %}The new token, token {{ new }}, gives its "
         r"largest weight, ${{ part.answer[1] | num }}$, to token {{ part.answer[0] + 1 }}"
