@@ -192,6 +192,8 @@ def _check(spec) -> str | None:
     weights give, for 1 to MAX_TOKENS - 1 earlier tokens."""
     if not spec.from_embeddings:
         return "type kv-cache starts from the new token's embedding X (one row) and W_Q, W_K, W_V"
+    if spec.mask not in ("none", "causal"):  # decoding is causal: the key works it so
+        return f"type kv-cache takes the causal mask it implies (or none written), not {spec.mask}"
     x = spec.matrices["X"]
     if len(x) != 1:
         return f"X is the new token's embedding x, one row (1 × {len(x[0])}); it has {len(x)} rows"
