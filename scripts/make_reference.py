@@ -33,7 +33,7 @@ COMMAND = ".venv/bin/python scripts/make_reference.py"
 # What a spec file's own keys mean; a type's parameters are described below.  A key the
 # reader knows that neither table describes stops this script (and so fails the test).
 KEYS = {
-    "X": "the embeddings, one row per token",
+    "X": "the embeddings, one row per token (of a `kv-cache` problem: the new token's, one row)",
     "X_dec": "instead of X, cross-attention: the decoder's tokens, whose queries attend (n_q × d_dec; "
              "W_Q is d_dec × d_k)",
     "X_enc": "with X_dec: the encoder's tokens, which give the keys and values (n_k × d_enc; W_K "
@@ -48,6 +48,10 @@ KEYS = {
     "W_O": "the output projection of a `heads` problem (2·d_v × d_model)",
     "dO": "the upstream gradient of a `backward` or `softmax-jacobian` problem (the output's "
           "shape)",
+    "K_cache": "the cached keys of a `kv-cache` problem's t earlier tokens (t × d_k), with `V_cache`",
+    "V_cache": "the cached values of a `kv-cache` problem's t earlier tokens (t × d_v)",
+    "X_past": "instead of `K_cache` and `V_cache`: the earlier tokens' embeddings (t × d_model); the "
+              "cache is X_past W_K and X_past W_V, and the key shows the full causal pass",
     "mask": '`"none"` (default) or `"causal"`: query i sees keys 1..i only',
     "scale": "the factor applied to the scores before softmax (default 1/√d_k), e.g. "
              '`1` or `"1/2"`',
@@ -58,6 +62,12 @@ KEYS = {
 # given step of the registry is, but a file that writes one is refused.
 WORKED_OUT = "worked out by its question type from the problem; a file that writes it is refused"
 PARAMS = {
+    "layers": "the size part's model: its layers (default 32)",
+    "kv_heads": "the size part's model: key/value heads per layer (default 8)",
+    "head_dim": "the size part's model: the width of a head (default 128)",
+    "context": "the size part's model: the tokens the cache holds (default 4096)",
+    "bytes_per_value": "the size part's model: bytes per value, e.g. 2 for fp16 (default)",
+    "unit": '`"bytes"`, `"KiB"`, `"MiB"` (default), `"GiB"`, `"KB"`, `"MB"` or `"GB"`: the size asked in',
     "row": "which query's row, counted from 1",
     "mistake": "which common mistake the worked solution makes",
     "swap": "the two tokens that swap places, e.g. `[1, 3]`",
@@ -190,9 +200,9 @@ def spec_keys_section() -> list[str]:
                 raise SystemExit(f"make_reference: describe the parameter {key!r} in PARAMS")
             rows.append((code(key), PARAMS[key], ", ".join(code(t) for t in params[key])))
         elif key in KEYS:
-            rows.append((code(key), KEYS[key], "every type" if key not in ("W_O", "dO") else
-                         ", ".join(code(t) for t in kinds.type_names()
-                                   if key in kinds.TYPES[t].matrices)))
+            takers = [code(t) for t in kinds.type_names()
+                      if key in kinds.TYPES[t].matrices + kinds.TYPES[t].may_take]
+            rows.append((code(key), KEYS[key], ", ".join(takers) or "every type"))
         elif key in given:
             rows.append((code(key), f"{code(given[key].symbol)}: {WORKED_OUT}", ""))
         else:

@@ -153,6 +153,11 @@ def step_interval(step, inputs, spec, decimals):
                      interval(delta - high[None, :], delta - low[None, :]))
     if step.op == "concat":
         return interval(np.hstack([low for low, _ in inputs]), np.hstack([high for _, high in inputs]))
+    if step.op == "append":  # the KV cache with the new token's row under it
+        return interval(np.vstack([low for low, _ in inputs]), np.vstack([high for _, high in inputs]))
+    if step.op == "cache-size":  # a product of positive whole numbers, over the unit's bytes
+        low, high = inputs[0][0][0], inputs[0][1][0]
+        return interval([[2 * np.prod(low[:5]) / high[5]]], [[2 * np.prod(high[:5]) / low[5]]])
     raise AssertionError(f"no interval rule for the op {step.op!r}")
 
 

@@ -232,7 +232,7 @@ BASE = {"X": [[1, 0], [0, 2], [1, 1]], "W_Q": [[1, 1], [0, 1]], "W_K": [[1, 0], 
         "W_V": [[1, 0], [0, 1]]}
 PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0], [0, 1], [2, 1]]}
 TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"}, "backward": {},
-             "softmax-jacobian": {"row": 2},
+             "softmax-jacobian": {"row": 2}, "kv-cache": {},
              "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2},
              "cross": {}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
@@ -245,6 +245,8 @@ def type_with_option(kind: str, option: dict) -> dict:
                   **TYPE_KEYS[kind])
     if kind == "masked":
         record.setdefault("mask", "causal")
+    if kind == "kv-cache" and "X" in record:  # the last token the new one, the others the cache's
+        record.update(X=record["X"][-1:], X_past=record["X"][:-1])
     if kind in ("backward", "softmax-jacobian"):  # the upstream gradient has the output's shape
         rows, columns = len(record.get("Q", record.get("X"))), len(record.get("V", record.get("W_V"))[0])
         record["dO"] = [[(i + j) % 3 - 1 or 0.5 for j in range(columns)] for i in range(rows)]
@@ -263,7 +265,13 @@ def test_every_type_honours_every_spec_option_or_refuses_it(kind, option):
     spec = question.spec
     for solution in question.solutions():  # heads: each head too
         assert solution.spec.scale == spec.scale
+        if kind == "kv-cache":  # its full pass is causal whatever the file says, as a decoder's is
+            continue
         assert solution.spec.mask == (spec.mask if solution.spec is spec or kind != "heads" else "none")
+    if kind == "kv-cache":  # the new row is the full causal pass's last row, at the spec's scale
+        np.testing.assert_allclose(question.solution.step("o_new").numeric,
+                                   question.extra["full"].step("output").numeric[-1:], atol=1e-12)
+        return
     full = question.solution.step("weights").numeric
     if kind == "row":
         row = question.parts[-1].steps[0].numeric[0]

@@ -279,11 +279,11 @@ def one_based(value, limit: int, key: str, where: str) -> int:
 
 
 def _check_question(spec: ProblemSpec, kind, where: str) -> None:
-    """A further matrix (W_O) only with the type that takes it; then the type's own rules."""
+    """A further matrix (W_O, K_cache) only with a type that takes it; then the type's own rules."""
     for name in spec.matrices:
         if name not in FROM_EMBEDDINGS + FROM_PROJECTIONS and name not in kind.matrices \
-                and name not in steps.PIPELINE:
-            takers = [k.name for k in kinds.TYPES.values() if name in k.matrices]
+                and name not in kind.may_take and name not in steps.PIPELINE:
+            takers = [k.name for k in kinds.TYPES.values() if name in k.matrices + k.may_take]
             raise SpecError(f"{where}: {name} goes with type {' or '.join(takers) or 'none'}, "
                             f"and only there")
     for name in kind.matrices:

@@ -1,0 +1,1 @@
+(step, ...parts) => [].concat(...parts)
