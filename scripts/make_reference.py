@@ -44,7 +44,13 @@ KEYS = {
     "W_O": "the output projection of a `heads` problem (2·d_v × d_model)",
     "dO": "the upstream gradient of a `backward` or `softmax-jacobian` problem (the output's "
           "shape)",
-    "mask": '`"none"` (default) or `"causal"`: query i sees keys 1..i only',
+    "mask": '`"none"` (default), `"causal"` (query i sees keys 1..i, top-left aligned as '
+            "PyTorch's is_causal), `\"padding\"` (with `valid`), `\"window\"` (with `window`), "
+            '`"causal+padding"`, or the mask itself: a matrix n_q × n_k of 0 and `"-inf"` (or of '
+            "true/false, true where the query may attend)",
+    "valid": "a padding mask's valid lengths: one number (keys after the first `valid` are padding) "
+             "or one per query (query i sees its first valid_i keys)",
+    "window": "a sliding-window mask's width w: query i sees keys j with i - w < j ≤ i",
     "scale": "the factor applied to the scores before softmax (default 1/√d_k), e.g. "
              '`1` or `"1/2"`',
     "title": "the problem's heading, one line of text",
@@ -134,7 +140,8 @@ def types_section() -> list[str]:
                     "fewest tokens", "shortened by"), rows), ""]
 
 
-WHEN = {"": "always", "scaled": "unless the scale is 1", "causal": "under a causal mask"}
+WHEN = {"": "always", "scaled": "unless the scale is 1", "masked": "under any mask",
+        "causal": "under any mask"}
 
 
 def steps_section() -> list[str]:

@@ -51,10 +51,9 @@ def worked(step, inputs, spec, decimals=None):
         if spec.scale is None:
             return x / written(np.sqrt(spec.d_k))
         return x * float(spec.scale)
-    if step.op == "masking":
+    if step.op == "masking":  # the spec's mask: causal, padding, a window, both, the teacher's
         (x,) = inputs
-        rows, columns = np.indices(x.shape)
-        return np.where(columns > rows, -np.inf, x)
+        return np.where(np.array(spec.visible, dtype=bool), x, -np.inf)
     if step.op == "softmax":
         z = inputs[0].T if step.by_columns else inputs[0]
         seen = np.isfinite(z)

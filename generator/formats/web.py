@@ -224,6 +224,8 @@ def step_graph(question) -> dict:
                     "slips": [_slip(change, says, named)
                               for change, says in slips(step, sym, solution.spec, before,
                                                           question.spec if prefix else None)]}
+                if step.op == "masking" and solution.spec.mask != "causal":  # the page's default
+                    graph[named(step.name)]["visible"] = [list(row) for row in solution.spec.visible]
     for pick in question.picks:
         graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
                             "columns": pick.columns,

@@ -56,7 +56,7 @@ def hint_of(question, step, head: int | None, decimals: int, table_places: int |
             if known is step:
                 inputs = [steps.symbol(name, head) for name in step_def.inputs if "." not in name]
                 symbols = dict(zip("ab", inputs), row="column" if step_def.transpose_left else "row",
-                               col="row" if step_def.transpose else "column")
+                               col="row" if step_def.transpose else "column", mask=solution.spec.mask)
                 return Hint(ops.op(step_def.op).hint.how, symbols,
                             first_working(step, step_def, head, decimals, table_places))
     return Hint(PICKED)
