@@ -83,8 +83,9 @@ def gap_tolerances(question, decimals):
     found = {}
     for part in question.parts:
         for step, rows in gaps[part.letter]["steps"]:
-            found[id(step)] = np.array([[np.inf if g is None else float(re.search(r":([\d.]+)\}$", g).group(1))
-                                         for g in row] for row in rows])
+            found[id(step)] = np.array([[np.inf if g is None or ":SHORTANSWER:" in g  # M's 0 or -inf
+                                          else float(re.search(r":([\d.]+)\}$", g).group(1))
+                                          for g in row] for row in rows])
     return found
 
 

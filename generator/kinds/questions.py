@@ -251,10 +251,11 @@ SETUP = (
     r"aligned, as PyTorch's \texttt{is\_causal}: query $i$ still sees keys $1, \dots, i$.{% endif %}"
     r"{% elif spec.masked %} " + MASK_WORDS + r" The mask is the matrix $M$ with $M_{ij} = 0$ where "
     r"query $i$ may attend to key $j$ and $M_{ij} = -\infty$ where it may not, added to the "
-    r"{{ 'scores' if spec.unscaled else 'scaled scores' }}; its rows are "
-    r"{% for row in spec.visible %}$({% for seen in row %}{% if seen %}0{% else %}-\infty{% endif %}"
-    r"{{ ', ' if not loop.last }}{% endfor %})${{ ', ' if not loop.last }}{% endfor %}."
-    r"{% endif %}")
+    r"{{ 'scores' if spec.unscaled else 'scaled scores' }}{% if question is defined and "
+    r"question.parts | selectattr('task', 'equalto', 'write-mask') | list %}.{% else %}; its rows "
+    r"are {% for row in spec.visible %}$({% for seen in row %}{% if seen %}0{% else %}-\infty"
+    r"{% endif %}{{ ', ' if not loop.last }}{% endfor %})${{ ', ' if not loop.last }}{% endfor %}."
+    r"{% endif %}{% endif %}")
 ATTENTION = (
     r"{% set m = ' + M' if spec.masked else '' %}"
     r"{% if spec.scale is none %}Compute $\operatorname{Attention}(Q, K, V) = "

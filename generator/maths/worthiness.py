@@ -71,6 +71,8 @@ def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool
     """Whether a candidate makes an exam problem at this difficulty: no two tokens, queries, keys or
     values alike, no zero row or column in the steps worked, numbers within the difficulty's
     bounds, and no weight that shows as 0 or 1 or row of equal weights."""
+    if not _mask_is_worthy(candidate):
+        return False
     steps = attention_steps(candidate.given, candidate.masking, candidate.scale)
     return (all(_distinct_nonzero_rows(steps[name]) for name in ("X", "Q", "K", "V"))
             and all(_no_zero_lines(steps[name]) for name in ("Q", "K", "V", "output"))
@@ -78,6 +80,15 @@ def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool
             and all(_distinct_rows(steps[name]) for name in ("scores", "weights", "output"))
             and _within_bounds(steps, difficulty)
             and _readable_weights(steps["weights"], candidate.masking, decimals))
+
+
+def _mask_is_worthy(candidate: Candidate) -> bool:
+    """Every query sees a key, and a padding or window mask hides one the causal mask (or none)
+    would show: it must teach something of its own."""
+    if candidate.mask == "none":
+        return True
+    mask = tuple(tuple(bool(x) for x in row) for row in candidate.masking.tolist())
+    return masks.blind_query(mask) is None and masks.hides_something(candidate.mask, mask)
 
 
 def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
