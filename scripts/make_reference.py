@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import jinja2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -66,6 +69,8 @@ PARAMS = {
     "head": "`1`: work head 1 alone, head 2's output given",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
+    "mask_parts": 'the items of the mask it asks, `["write-mask", "without-mask"]` (by default both '
+                  "under any mask but the causal one), `[]` for none",
 }
 
 
@@ -119,8 +124,13 @@ def presets_section() -> list[str]:
 
 def plain_title(title: str) -> str:
     """A type's title as the usual problem heads it: "{{ 'Cross' if ... else 'Self' }}" read
-    as its else branch (a self-attention problem)."""
-    return re.sub(r"\{\{\s*'[^']*'\s+if\s+[^}]*?\s+else\s+'([^']*)'\s*\}\}", r"\1", title)
+    as its else branch (a self-attention problem); a title choosing by the mask, as a causal
+    problem's (the masked type's drawn default)."""
+    title = re.sub(r"\{\{\s*'[^']*'\s+if\s+[^}]*?\s+else\s+'([^']*)'\s*\}\}", r"\1", title)
+    if "{%" in title:
+        usual = SimpleNamespace(cross=False, mask="causal", masked=True)
+        title = jinja2.Environment().from_string(title).render(spec=usual)
+    return title
 
 
 def types_section() -> list[str]:
