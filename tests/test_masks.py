@@ -12,6 +12,9 @@ from conftest import make_solution, make_spec, solved_set, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_marking import false_marks, gap_tolerances, rounded
+from test_practice_students import CHROMIUM, CHROMIUM_ARGS, marking_data, texts, type_and_check, work
+from test_practice_students import matrix as page_matrix
+from test_web import needs_browser
 
 from generator.kinds.sampling import MASK_MIN_TOKENS, draw_options, why_not_drawable
 from generator.maths.spec import SpecError
@@ -363,3 +366,64 @@ def test_write_the_mask_is_asked_entry_by_entry_in_every_format(tmp_path, run_cl
         quiz = "".join(package.read(n).decode() for n in package.namelist() if n.endswith("quiz.xml"))
     assert quiz.count("<varequal respident=\"response1\">-inf</varequal>") == 2  # row 3 hides two
     assert "0, or -inf for −∞" in quiz
+
+
+@needs_browser
+@pytest.mark.parametrize("decimals", [2, 4])
+@pytest.mark.parametrize("mask", ["mixed", "causal"])
+def test_the_page_marks_a_rounding_student_right_and_names_the_mask_slips(mask, decimals, tmp_path, run_cli):
+    """In chromium, over a hard set of masked problems of every kind: the student who rounds
+    every step (test_practice_students' worker, M typed as the key has it) gets every cell right;
+    the mask applied after softmax, and a causal mask transposed, are marked wrong and named."""
+    from playwright.sync_api import sync_playwright
+    out = tmp_path / "page"
+    code, _, err = run_cli("--types", "masked", "--mask", mask, "--difficulty", "hard", "--count", "6",
+                           "--seed", "34", "--decimals", str(decimals), "--practice", "--format", "html",
+                           "--out", out)
+    assert code == 0, err
+    problems = marking_data(out / "practice.html")
+    entries = {}
+    for problem_id, problem in problems.items():
+        keys = {grid["name"]: page_matrix(grid["values"]) for grid in problem["steps"].values()}
+        worked = {**problem, "steps": {k: g for k, g in problem["steps"].items() if g["name"] != "M"}}
+        typed = work(worked, decimals, "rounds")
+        entries[problem_id] = {name: texts(typed[name], keys[name], decimals) if name != "M"
+                               else [None if np.isinf(x) else "0" for x in keys["M"].ravel()]
+                               for name in keys}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto((out / "practice.html").as_uri())
+        marks = type_and_check(page, entries)
+        wrong = [(grid, k) for grid, row in marks.items() if not grid.endswith(")")
+                 for k, mark in enumerate(row) if mark != "right"]
+        assert wrong == [] and len(marks) > 30
+        said = []
+        for problem_id, problem in problems.items():
+            graph, known = problem["graph"], {n: page_matrix(m) for n, m in problem["known"].items()}
+            before = graph["masked"]["inputs"][0]  # as the student typed it: the slip follows from it
+            raw = np.array([float(x) for x in entries[problem_id][before]]).reshape(known[before].shape)
+            seen = np.isfinite(known["masked"])
+            every = np.exp(raw - raw.max(axis=1, keepdims=True))
+            after = np.where(seen, every / every.sum(axis=1, keepdims=True), 0.0)
+            slips = {"weights": after}
+            if "visible" not in graph["masked"]:  # causal: the page's own default
+                slips["masked"] = np.where(seen.T, raw, -np.inf)
+            for name, grid in slips.items():
+                if np.array_equal(np.round(grid, decimals), np.round(known[name], decimals)):
+                    continue
+                letter = next(g for g in problem["steps"] if problem["steps"][g]["name"] == name)[0]
+                typed = {name: [None if np.isinf(x) else f"{x:.{decimals}f}" for x in grid.ravel()]}
+                if name == "masked":  # a box for every entry: -inf typed where they hid one
+                    typed = {name: ["-inf" if np.isinf(x) else f"{x:.{decimals}f}" for x in grid.ravel()]}
+                found = type_and_check(page, {**entries, problem_id: {**entries[problem_id], **typed}},
+                                       [[problem_id, letter]])
+                assert "wrong" in found[f"{problem_id} {name}"], (problem_id, name)
+                said.append(found[f"{problem_id} ({letter})"] or f"{name}: nothing said")
+        browser.close()
+    assert errors == []
+    assert any("softmax over every key" in s for s in said)
+    assert mask != "causal" or any("causal one transposed" in s for s in said), said

@@ -63,11 +63,13 @@ def mask_step(spec) -> Step:
 
 
 def without_the_mask(question) -> tuple[ConceptItem, tuple]:
-    """Query r's weight on key c with M = 0: r the query the mask hides most from (the first),
-    c its top key under the mask, whose weight shrinks once the hidden keys join the sum."""
+    """Query r's weight on key c with M = 0: r the query the mask hides most from among those
+    that see two keys or more (a query that sees one has weight 1 there, and nothing to weigh),
+    the first of them; c its top key under the mask, whose weight shrinks once the hidden keys
+    join the sum."""
     spec, weights = question.spec, question.solution.step("weights")
     hidden = [row.count(False) for row in spec.visible]
-    r = max(range(len(hidden)), key=lambda i: (hidden[i], -i))
+    r = max(range(len(hidden)), key=lambda i: (spec.n_keys - hidden[i] >= 2, hidden[i], -i))
     if not hidden[r]:
         raise SpecError(f"problem {spec.id}: mask_parts without-mask cannot be asked: the mask "
                         f"hides no key")
