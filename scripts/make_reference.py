@@ -17,6 +17,9 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+import jinja2
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -52,7 +55,13 @@ KEYS = {
     "V_cache": "the cached values of a `kv-cache` problem's t earlier tokens (t × d_v)",
     "X_past": "instead of `K_cache` and `V_cache`: the earlier tokens' embeddings (t × d_model); the "
               "cache is X_past W_K and X_past W_V, and the key shows the full causal pass",
-    "mask": '`"none"` (default) or `"causal"`: query i sees keys 1..i only',
+    "mask": '`"none"` (default), `"causal"` (query i sees keys 1..i, top-left aligned as '
+            "PyTorch's is_causal), `\"padding\"` (with `valid`), `\"window\"` (with `window`), "
+            '`"causal+padding"`, or the mask itself: a matrix n_q × n_k of 0 and `"-inf"` (or of '
+            "true/false, true where the query may attend)",
+    "valid": "a padding mask's valid lengths: one number (keys after the first `valid` are padding) "
+             "or one per query (query i sees its first valid_i keys)",
+    "window": "a sliding-window mask's width w: query i sees keys j with i - w < j ≤ i",
     "scale": "the factor applied to the scores before softmax (default 1/√d_k), e.g. "
              '`1` or `"1/2"`',
     "title": "the problem's heading, one line of text",
@@ -74,6 +83,8 @@ PARAMS = {
     "head": "`1`: work head 1 alone, head 2's output given",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
+    "mask_parts": 'the items of the mask it asks, `["write-mask", "without-mask"]` (by default both '
+                  "under any mask but the causal one), `[]` for none",
 }
 
 
@@ -127,8 +138,13 @@ def presets_section() -> list[str]:
 
 def plain_title(title: str) -> str:
     """A type's title as the usual problem heads it: "{{ 'Cross' if ... else 'Self' }}" read
-    as its else branch (a self-attention problem)."""
-    return re.sub(r"\{\{\s*'[^']*'\s+if\s+[^}]*?\s+else\s+'([^']*)'\s*\}\}", r"\1", title)
+    as its else branch (a self-attention problem); a title choosing by the mask, as a causal
+    problem's (the masked type's drawn default)."""
+    title = re.sub(r"\{\{\s*'[^']*'\s+if\s+[^}]*?\s+else\s+'([^']*)'\s*\}\}", r"\1", title)
+    if "{%" in title:
+        usual = SimpleNamespace(cross=False, mask="causal", masked=True)
+        title = jinja2.Environment().from_string(title).render(spec=usual)
+    return title
 
 
 def types_section() -> list[str]:
@@ -148,7 +164,8 @@ def types_section() -> list[str]:
                     "fewest tokens", "shortened by"), rows), ""]
 
 
-WHEN = {"": "always", "scaled": "unless the scale is 1", "causal": "under a causal mask"}
+WHEN = {"": "always", "scaled": "unless the scale is 1", "masked": "under any mask",
+        "causal": "under any mask"}
 
 
 def steps_section() -> list[str]:

@@ -41,7 +41,8 @@ BAD_SPECS = [
     (spec_with(W_V=None), "missing W_V"),
     (spec_with(Q=[[1]]), "give either X, W_Q, W_K, W_V or Q, K, V, not both"),
     (spec_with(colour="red"), "unknown key 'colour'"),
-    (spec_with(mask="future"), "unknown mask 'future' (expected one of: none, causal)"),
+    (spec_with(mask="future"), "unknown mask 'future' (expected one of: none, causal, padding, window, "
+                               "causal+padding, or a matrix of 0 and -inf)"),
     (spec_with(scale=-1), "scale must be positive"),
     (spec_with(title=["x"]), "title must be one line of text"),
     (spec_with(X=[[1, 0]] * 13), "13 tokens; at most 12"),

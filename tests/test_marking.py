@@ -51,10 +51,9 @@ def worked(step, inputs, spec, decimals=None):
         if spec.scale is None:
             return x / written(np.sqrt(spec.d_k))
         return x * float(spec.scale)
-    if step.op == "masking":
+    if step.op == "masking":  # the spec's mask: causal, padding, a window, both, the teacher's
         (x,) = inputs
-        rows, columns = np.indices(x.shape)
-        return np.where(columns > rows, -np.inf, x)
+        return np.where(np.array(spec.visible, dtype=bool), x, -np.inf)
     if step.op == "softmax":
         z = inputs[0].T if step.by_columns else inputs[0]
         seen = np.isfinite(z)
@@ -89,8 +88,9 @@ def gap_tolerances(question, decimals):
     found = {}
     for part in question.parts:
         for step, rows in gaps[part.letter]["steps"]:
-            found[id(step)] = np.array([[np.inf if g is None else float(re.search(r":([\d.]+)\}$", g).group(1))
-                                         for g in row] for row in rows])
+            found[id(step)] = np.array([[np.inf if g is None or ":SHORTANSWER:" in g  # M's 0 or -inf
+                                          else float(re.search(r":([\d.]+)\}$", g).group(1))
+                                          for g in row] for row in rows])
     return found
 
 

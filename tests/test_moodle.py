@@ -93,9 +93,11 @@ def test_every_gap_parses_by_moodles_rules_and_weighs_as_the_paper(bank):
             weights.append(sum(g["weight"] for g in gaps) / int(marks))
             for gap in gaps:
                 assert gap["weight"] == int(gap["weight"]) >= 1
-                if gap["type"] == "SHORTANSWER":  # a shape: every form it takes is right
-                    assert set(gap["fractions"]) == {1} and all(
+                if gap["type"] == "SHORTANSWER":  # a shape, or an entry of the mask M (0 or -inf):
+                    assert set(gap["fractions"]) == {1} and (all(  # every form it takes is right
                         re.fullmatch(r"\(?\d+(×| × |x| x | by |,|, )\d+\)?", a) for a in gap["answers"])
+                        or set(gap["answers"]) in ({"0", "+0", "-0", "0.0", "0.00"},
+                                                   {"-inf", "−inf", "-∞", "−∞", "-infinity", "−infinity"}))
                     continue
                 assert sum(gap["fractions"]) == 1 and len(gap["answers"]) >= 1
                 if gap["type"] == "multichoice":
@@ -112,8 +114,8 @@ def test_every_gap_parses_by_moodles_rules_and_weighs_as_the_paper(bank):
 def test_numerical_answers_are_the_keys_values(bank):
     for question, problem in questions(bank):
         solved = solve_checked(spec_from_record(problem["spec"], problem["id"]))
-        expected = [x for part in solved.parts for step in part.written
-                    for x in step.numeric.flatten() if math.isfinite(x)]
+        expected = [x for part in solved.parts for step in part.written if step.kind != "mask"
+                    for x in step.numeric.flatten() if math.isfinite(x)]  # M: SHORTANSWER gaps
         gaps = [g for g in extract_question(question.findtext("questiontext/text"))
                 if g["type"] == "numerical"]
         assert [float(g["answers"][0]) for g in gaps] == pytest.approx(expected, abs=1e-8)

@@ -51,9 +51,9 @@ def check_constraints(solution, difficulty, decimals):
     assert np.abs(solution.step("scaled").numeric).max() <= SCALED_BOUND
     if difficulty == "medium":  # d_k = 4: every scaled score is a whole or half number
         assert all((2 * s).is_Integer for row in solution.step("scaled").exact for s in row)
-    masked = solution.spec.mask == "causal"
+    visible = np.array(solution.spec.visible, dtype=bool)  # the keys each query sees
     for i, row in enumerate(solution.step("weights").numeric):
-        shown = row[: i + 1] if masked else row
+        shown = row[visible[i]]
         if len(shown) > 1:
             assert np.ptp(shown) > 1e-9, "uniform weights"
             assert all(0.5 * 10**-decimals < w < 1 - 0.5 * 10**-decimals for w in shown)
@@ -91,7 +91,7 @@ def test_medium_is_small_integers_with_exact_scaling():
 def test_hard_is_the_second_seeds_kind():
     specs = sample_set(draw_options("hard"), 3, 30)
     assert {s.n_queries for s in specs} == {3, 4, 5}
-    assert {s.mask for s in specs} == {"none", "causal"}
+    assert {s.mask for s in specs} == {"none", "causal", "padding", "window", "causal+padding"}
     for spec in specs:
         assert (spec.d_model, spec.d_k, spec.d_v) == (4, 4, 4)
         values = [x for name in ("X", "W_Q", "W_K", "W_V") for x in entries(spec, name)]

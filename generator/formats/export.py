@@ -21,6 +21,7 @@ import sympy
 from generator.formats.exam_record import run_record
 from generator.kinds import TYPES
 from generator.kinds.questions import Question
+from generator.maths import masks
 from generator.maths.exact import to_float
 from generator.maths.spec import ProblemSpec
 from generator.rendering.formatting import exact_text
@@ -146,7 +147,7 @@ def spec_record(spec: ProblemSpec) -> dict:
     record = {name: [[str(x) if (name, i, j) in spec.fractions else _spec_entry(x)
                       for j, x in enumerate(row)] for i, row in enumerate(matrix)]
               for name, matrix in spec.matrices.items()}
-    record["mask"] = spec.mask
+    record.update(masks.record(spec.mask, spec.valid, spec.window, spec.mask_matrix))
     if spec.scale is not None:
         record["scale"] = _spec_entry(spec.scale)
     if spec.title:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from markupsafe import escape
 
-from generator.formats.web import web_environment, written_symbol
+from generator.formats.web import mask_forms, web_environment, written_symbol
 from generator.maths import steps
 from generator.maths.marking import Tolerances
 from generator.rendering.formatting import plain_entry_text, plain_maths, shape_forms
@@ -170,6 +170,12 @@ def problem_items(problem, decimals: int, quiz: str, rows: dict):
             tolerance = tolerances.of(step).chain
             title = f"{question.spec.id} ({part.letter})"
             for i, j in entries:
+                if step.kind == "mask":  # M asked itself: 0 or −∞ typed, each entry alike
+                    yield QuizItem(
+                        f"{base}-{part.letter}-{step_index(part, step)}-{i + 1}-{j + 1}",
+                        f"{title} {entry_title(part, step, i, j)}", "short_answer_question",
+                        points.pop(0), problem, part, step, (i, j), what, forms=mask_forms(step, i, j))
+                    continue
                 yield QuizItem(
                     f"{base}-{part.letter}-{step_index(part, step)}-{i + 1}-{j + 1}",
                     f"{title} {entry_title(part, step, i, j)}"
@@ -188,7 +194,7 @@ def problem_items(problem, decimals: int, quiz: str, rows: dict):
 def asked_entries(step, row: int | None = None, part=None) -> tuple[list[tuple[int, int]], str]:
     """The entries a step's items ask: all of a small step's; else those of one row (not
     -inf), ``row`` or else the first that sees the most keys."""
-    finite = [[math.isfinite(x) for x in row] for row in step.numeric.tolist()]
+    finite = [[math.isfinite(x) or step.kind == "mask" for x in row] for row in step.numeric.tolist()]
     everything = [(i, j) for i, row in enumerate(finite) for j, seen in enumerate(row) if seen]
     if len(everything) <= SMALL_STEP:
         return everything, "every entry"
@@ -230,6 +236,8 @@ def row_order(step, mask) -> list[int]:
     (dV), the first key's: every query sees it."""
     seen = mask if mask is not None and mask.shape[0] == step.shape[0] else step.numeric
     unmasked = [sum(math.isfinite(x) for x in row) for row in seen.tolist()]
+    if step.kind == "mask":  # M asked itself: the row that hides the most keys asks the most
+        return sorted(range(step.shape[0]), key=lambda i: (unmasked[i], i))
     return sorted(range(step.shape[0]), key=lambda i: (-unmasked[i], i))
 
 

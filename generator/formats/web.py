@@ -182,8 +182,8 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
         steps = part.written
         weights = part.answer_weights
         total = sum(weights)
-        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x)) + part.asks_shape
-                 for step in steps]
+        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x) or step.kind == "mask")
+                 + part.asks_shape for step in steps]
         shares.append([Fraction(part.marks * w, total * n) for w, n in
                        zip(weights, cells + ([1] if part.item else []))])
     factor = math.lcm(*(share.denominator for part in shares for share in part))
@@ -192,15 +192,36 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
     for part, part_shares in zip(question.parts, shares):
         weight = [int(share * factor) for share in part_shares]
         gaps[part.letter] = {
-            "steps": [(step, [[None if not math.isfinite(value) else fmt.cloze_numerical(
-                value, tolerance, weight[k]) for value, tolerance in zip(row, tolerance_row)]
-                for row, tolerance_row in zip(step.numeric.tolist(),
-                                              tolerances.of(step).chain.tolist())])
+            "steps": [(step, [[_gap(step, i, j, tolerance, weight[k])
+                                for j, tolerance in enumerate(tolerance_row)]
+                               for i, tolerance_row in enumerate(tolerances.of(step).chain.tolist())])
                       for k, step in enumerate(part.written)],
             "shapes": [fmt.cloze_shortanswer(fmt.shape_forms(*step.shape), weight[k])
                        if part.asks_shape else None for k, step in enumerate(part.written)],
             "item_weight": weight[-1] if part.item else None}
     return gaps, question.marks * factor
+
+
+# The ways a student may type minus infinity, each taken as it stands (Moodle's SHORTANSWER
+# and Canvas's fill-in compare whole answers, ignoring case and the spaces around them).
+MINUS_INFINITY_FORMS = ("-inf", "−inf", "-∞", "−∞", "-infinity", "−infinity")
+
+
+ZERO_FORMS = ("0", "+0", "-0", "0.0", "0.00")
+
+
+def mask_forms(step, i: int, j: int) -> tuple[str, ...]:
+    """The answers right for an entry of the mask M asked itself: 0, or −∞ typed any way."""
+    return ZERO_FORMS if math.isfinite(step.numeric[i, j]) else MINUS_INFINITY_FORMS
+
+
+def _gap(step, i: int, j: int, tolerance: float, weight: int) -> str | None:
+    """An entry's Moodle gap: NUMERICAL; a masked score's none (it shows −∞); each entry of the
+    mask M asked itself a SHORTANSWER gap (0 or −∞), so that none tells which it is."""
+    if step.kind == "mask":
+        return fmt.cloze_shortanswer(mask_forms(step, i, j), weight)
+    value = step.numeric[i, j]
+    return fmt.cloze_numerical(value, tolerance, weight) if math.isfinite(value) else None
 
 
 def step_graph(question) -> dict:
@@ -224,6 +245,8 @@ def step_graph(question) -> dict:
                     "slips": [_slip(change, says, named)
                               for change, says in slips(step, sym, solution.spec, before,
                                                           question.spec if prefix else None)]}
+                if step.op == "masking" and solution.spec.mask != "causal":  # the page's default
+                    graph[named(step.name)]["visible"] = [list(row) for row in solution.spec.visible]
     for pick in question.picks:
         graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
                             "columns": pick.columns,

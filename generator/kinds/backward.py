@@ -257,6 +257,19 @@ def _check(spec) -> str | None:
                 "cross-attention's X_dec and X_enc are two sequences; give Q, K and V instead")
     if spec.places is not None and spec.row is None:
         return "places gives one row of A to that many places; say which (row)"
+    if spec.mask not in ("none", "causal"):
+        return f"type backward takes no mask but causal (got mask {spec.mask})"
+    return None
+
+
+def _causal_at_most(options):
+    """A mixed set's backward questions are masked causally or not at all, as they always were."""
+    return replace(options, mask="none-or-causal") if options.mask == "mixed" else options
+
+
+def _not_drawable(options) -> str | None:
+    if options.mask not in ("none", "causal", "mixed", "none-or-causal"):
+        return f"type backward takes no mask but causal (got --mask {options.mask})"
     return None
 
 
@@ -310,6 +323,6 @@ register(QuestionType(
                      r"W_Q^{\top}$, $\mathrm{d}X^{(K)} = \mathrm{d}K\, W_K^{\top}$, $\mathrm{d}X^{(V)} = "
                      r"\mathrm{d}V\, W_V^{\top}$, then their sum: $X$ feeds all three projections."},
     params=PARAMS, check=_check, matrices=("dO",),
-    draw_params=draw_upstream,
+    draw_params=draw_upstream, draw_options=_causal_at_most, not_drawable=_not_drawable,
     in_default_mix=False, shrinks=("given", "tokens", "focus", "d_v", "d_k", "fewer-tokens"),
     focus=focus_row, shared=("ask",), no_calculator=short_weights))

@@ -49,9 +49,9 @@ def cross_options(options: DrawOptions) -> DrawOptions:
 
 
 def _not_drawable(options: DrawOptions) -> str | None:
-    if options.mask == "causal":
-        return ("a causal mask hides later tokens of one sequence; the decoder's queries may see "
-                "every encoder token")
+    if options.mask in ("causal", "window", "causal+padding"):
+        return (f"a {options.mask} mask hides later or distant tokens of one sequence; the decoder's "
+                f"queries may see every encoder token but its padding: use --mask padding or none")
     return None
 
 

@@ -219,6 +219,24 @@ def answer_with_slips(why: str = "") -> str:
             "{{ ';' if not loop.last else '.' }}{% endfor %}")
 
 
+# What a mask other than the causal one hides, in words (``masks``; its matrix M follows).
+MASK_WORDS = (
+    r"{% set n = spec.n_keys %}{% if spec.mask in ('padding', 'causal+padding') %}"
+    r"{% if spec.mask == 'padding' %}A padding mask applies: {% else %}A causal mask and a padding "
+    r"mask apply together: query $i$ may attend only to keys $1, \dots, i$, and {% endif %}"
+    r"{% if spec.valid is number %}the keys hold "
+    r"{{ spec.valid }} real token{{ 's' if spec.valid != 1 }}{% if spec.valid < n %} and "
+    r"{{ n - spec.valid }} padding token{{ 's' if n - spec.valid != 1 }} (key{{ 's' if n > spec.valid + 1 }} "
+    r"{{ spec.valid + 1 }}{% if n > spec.valid + 1 %} to {{ n }}{% endif %}), which no query may "
+    r"attend to{% endif %}.{% else %}{{ 'query $i$ may attend ' if spec.mask == 'padding' }}only "
+    r"to its first $v_i$ keys, the rest being padding, with valid lengths "
+    r"$v = ({{ spec.valid | join(', ') }})$.{% endif %}"
+    r"{% elif spec.mask == 'window' %}A sliding-window mask of width $w = {{ spec.window }}$ "
+    r"applies: query $i$ may attend only to keys $j$ with $i - w < j \le i$ (itself and the "
+    r"{% if spec.window == 2 %}key{% else %}{{ spec.window - 1 }} keys{% endif %} before it), "
+    r"never to a later one."
+    r"{% else %}Your own mask applies: it says which keys each query may attend to.{% endif %}")
+
 # Prose shared by the types: what the problem is (sizes, mask), and what to compute.
 # Cross-attention from embeddings: the decoder's tokens (the queries) over the encoder's.
 CROSS_EMBEDDINGS = (
@@ -244,9 +262,17 @@ SETUP = (
     r"$1, \dots, i$, so that no token peeks at the tokens after it (as when a model writes a text "
     r"one token at a time). The mask is the matrix $M$ with $M_{ij} = 0$ for $j \le i$ and "
     r"$M_{ij} = -\infty$ for $j > i$, added to the {{ 'scores' if spec.unscaled else 'scaled scores' }}."
-    r"{% endif %}")
+    r"{% if spec.cross %} With {{ spec.n_queries }} queries and {{ spec.n_keys }} keys it is top-left "
+    r"aligned, as PyTorch's is_causal: query $i$ still sees keys $1, \dots, i$.{% endif %}"
+    r"{% elif spec.masked %} " + MASK_WORDS + r" The mask is the matrix $M$ with $M_{ij} = 0$ where "
+    r"query $i$ may attend to key $j$ and $M_{ij} = -\infty$ where it may not, added to the "
+    r"{{ 'scores' if spec.unscaled else 'scaled scores' }}{% if question is defined and "
+    r"question.parts | selectattr('task', 'equalto', 'write-mask') | list %}.{% else %}; its rows "
+    r"are {% for row in spec.visible %}$({% for seen in row %}{% if seen %}0{% else %}-\infty"
+    r"{% endif %}{{ ', ' if not loop.last }}{% endfor %})${{ ', ' if not loop.last }}{% endfor %}."
+    r"{% endif %}{% endif %}")
 ATTENTION = (
-    r"{% set m = ' + M' if spec.mask == 'causal' else '' %}"
+    r"{% set m = ' + M' if spec.masked else '' %}"
     r"{% if spec.scale is none %}Compute $\operatorname{Attention}(Q, K, V) = "
     r"\operatorname{softmax}\!\left(QK^{\top}/\sqrt{d_k}{{ m }}\right) V$"
     r"{% elif spec.unscaled %}The scores are not scaled: compute $\operatorname{Attention}(Q, K, V) = "

@@ -57,6 +57,8 @@ def draw_row(rng, candidate, decimals: int) -> dict | None:
 
 
 def _check(spec) -> str | None:
+    if spec.mask not in ("none", "causal"):  # its row is given as the keys a causal query sees
+        return f"type row takes no mask but causal (got mask {spec.mask})"
     if spec.mask == "causal" and spec.row == 0:
         return "under a causal mask token 1 sees only itself (weight 1); choose a later row"
     return None

@@ -21,6 +21,7 @@ import numpy as np
 import sympy
 
 from generator.kinds import TYPES
+from generator.maths import masks
 from generator.maths.spec import MAX_DIMENSION, MAX_TOKENS, ProblemSpec, SpecError
 from generator.maths.steps import plan_for
 from generator.maths.worthiness import Candidate, is_exam_worthy, scaled_scores_in
@@ -28,7 +29,9 @@ from generator.running.exam_key import problem_code, seed_words
 
 EMBEDDINGS = ("one-hot", "integer", "decimal")
 WEIGHTS = ("identity", "diagonal", "integer", "decimal")
-MASK_CHOICES = ("none", "causal", "mixed")
+MASK_CHOICES = ("none", "causal", "padding", "window", "causal+padding", "mixed")
+# A drawn padding or window mask needs a key to hide beyond what causal hides, and two keys left.
+MASK_MIN_TOKENS = {"padding": 3, "window": 3, "causal+padding": 3}
 MAX_SEED = 10**18  # --seed, and the seed in a practice id
 MAX_ATTEMPTS = 5000
 # A heads question's draws must pass a single head's tests in every head: with one-hot
@@ -157,6 +160,10 @@ def why_not_drawable(kind: str, options: DrawOptions) -> str | None:
                 f"all 0 unless there are at least {least} tokens; use --tokens {least}")
     if options.tokens[1] < TYPES[kind].min_tokens:
         return f"it needs at least {TYPES[kind].min_tokens} tokens"
+    mask = options_for(kind, options).mask
+    if options.tokens[0] < MASK_MIN_TOKENS.get(mask, 0):
+        return (f"a drawn {mask} mask needs at least {MASK_MIN_TOKENS[mask]} tokens (one to hide, "
+                f"two to weigh); use --tokens {MASK_MIN_TOKENS[mask]} or more")
     return TYPES[kind].not_drawable(options)
 
 
@@ -369,10 +376,11 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
                                   options.d_model)
     w_q, w_k, w_v = (_weights(rng, options.weights, options.d_model, d)
                      for d in (options.d_k, options.d_k, options.d_v))
-    masked = options.mask == "causal" or (options.mask == "mixed" and bool(rng.integers(2)))
+    mask = _mask_kind(rng, options.mask, tokens)
     w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
     scale = None if options.scale is None else float(options.scale)
-    return Candidate(x, w_q, w_k, w_v, "causal" if masked else "none", w_o, scale, x_enc)
+    valid, window = _mask_arguments(rng, mask, len(x), tokens)
+    return Candidate(x, w_q, w_k, w_v, mask, w_o, scale, x_enc=x_enc, valid=valid, window=window)
 
 
 def _queries(rng, queries: tuple[int, int], keys: int) -> int:
@@ -380,6 +388,36 @@ def _queries(rng, queries: tuple[int, int], keys: int) -> int:
     least 1): the queries and the keys then always differ in number, as the key tells them apart."""
     high = max(1, min(queries[1], keys - 1))
     return int(rng.integers(min(queries[0], high), high + 1))
+
+
+def _mask_kind(rng: np.random.Generator, choice: str, tokens: int) -> str:
+    """The mask of one problem: the option's; a mixed set's none or causal, as it always drew,
+    then (a further draw, where the tokens allow) any kind in place of causal; "any" (a
+    masked question of a mixed set) every kind but none."""
+    if choice == "none-or-causal":  # a backward question of a mixed set
+        return "causal" if rng.integers(2) else "none"
+    if choice == "mixed" and not rng.integers(2):
+        return "none"
+    if choice not in ("mixed", "any"):
+        return choice
+    fits = [kind for kind in masks.DRAWN if tokens >= MASK_MIN_TOKENS.get(kind, 2)]
+    return fits[int(rng.integers(len(fits)))]
+
+
+def _mask_arguments(rng: np.random.Generator, mask: str, queries: int, keys: int) -> tuple:
+    """A padding mask's valid lengths (mostly one for every key, key padding; else one per query,
+    as d2l's valid_lens) and a window's width: each hiding a key, leaving two where it can."""
+    valid = window = None
+    if mask in ("padding", "causal+padding"):
+        if mask == "causal+padding" or rng.integers(3):
+            valid = int(rng.integers(2, keys))
+        else:
+            valid = tuple(int(v) for v in rng.integers(2, keys + 1, size=queries))
+            if min(valid) == keys:
+                valid = (*valid[:-1], keys - 1)
+    if mask == "window":
+        window = int(rng.integers(2, keys))
+    return valid, window
 
 
 def _embeddings(rng, kind: str, tokens: int, d_model: int) -> np.ndarray:
@@ -410,4 +448,5 @@ def candidate_spec(candidate: Candidate, problem: str, seed: int) -> ProblemSpec
     matrices = {name: exact(matrix) for name, matrix in candidate.given.items()}
     if candidate.w_o is not None:
         matrices["W_O"] = exact(candidate.w_o)
-    return ProblemSpec(id=problem, matrices=matrices, mask=candidate.mask, seed=seed)
+    return ProblemSpec(id=problem, matrices=matrices, mask=candidate.mask, seed=seed,
+                       valid=candidate.valid, window=candidate.window)

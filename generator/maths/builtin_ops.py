@@ -49,8 +49,10 @@ for _op in (
                           "multiply it by the scale the problem gives).", hints.scaling_first),
              paper.each_entry("scaling"), slips=marking.scaling_slips),
     built_in("masking", engine.masking_op, crosscheck.numpy_masking, marking.masking_tolerance,
-             hints.OpHint(r"copy ${{ a }}$, then write $-\infty$ wherever key $j$ comes after query $i$."),
-             paper.each_entry("masking")),
+             hints.OpHint(r"copy ${{ a }}$, then write $-\infty$ wherever {% if mask == 'causal' %}key $j$ "
+                          r"comes after query $i${% else %}the mask hides key $j$ from query $i$"
+                          r"{% endif %}."),
+             paper.each_entry("masking"), slips=marking.masking_slips),
     built_in("softmax", engine.softmax_op, crosscheck.numpy_softmax, marking.softmax_tolerance,
              hints.OpHint("$e$ to the power of each entry of a row of ${{ a }}$, add them up, "
                           "divide each by the sum.", hints.softmax_first, says_places=False),

@@ -44,9 +44,12 @@ def numpy_scaling(step, a, scale, d_k):
     return a * _factor(step, scale, d_k)
 
 
-def numpy_masking(step, a, **_):
-    """The causal mask's numeric face: -inf above the diagonal, where key j comes after query i."""
-    return np.where(np.triu(np.ones(a.shape, dtype=bool), k=1), -np.inf, a)
+def numpy_masking(step, a, visible=None, **_):
+    """The mask's numeric face: -inf wherever ``visible`` is False (without one, the causal
+    mask: above the diagonal, where key j comes after query i)."""
+    if visible is None:
+        visible = ~np.triu(np.ones(a.shape, dtype=bool), k=1)
+    return np.where(np.asarray(visible, dtype=bool), a, -np.inf)
 
 
 def numpy_softmax(step, a, **_):
@@ -80,31 +83,35 @@ def numpy_concat(step, *parts, **_):
 
 
 def run_plan(steps: tuple[StepDef, ...], given: dict[str, np.ndarray], scale: float | None,
-             d_k: int) -> dict[str, np.ndarray]:
-    """Every step of ``steps`` in float64, from the given matrices."""
+             d_k: int, visible=None) -> dict[str, np.ndarray]:
+    """Every step of ``steps`` in float64, from the given matrices; the mask's step hides what
+    ``visible`` hides (None: the causal mask)."""
     values = dict(given)
     for step in steps:
         if step.name not in values:
+            mask = {"visible": visible} if step.op == "masking" and visible is not None else {}
             values[step.name] = ops.op(step.op).numeric(step, *(values[i] for i in step.inputs),
-                                                        scale=scale, d_k=d_k)
+                                                        scale=scale, d_k=d_k, **mask)
     return values
 
 
-def attention_steps(given: dict[str, np.ndarray], mask: str = "none",
+def attention_steps(given: dict[str, np.ndarray], mask="none",
                     scale: float | None = None, mistake: str | None = None) -> dict[str, np.ndarray]:
     """Every step of scaled dot-product attention from X and W_* (or from Q, K, V),
-    optionally with one of the common mistakes; the scaled scores always (times 1 at scale 1)."""
-    steps = plan(tuple(given), causal=mask == "causal", mistake=mistake)
+    optionally with one of the common mistakes; the scaled scores always (times 1 at scale 1).
+    ``mask`` is "none", "causal" or the mask itself (n_q x n_k, True where a query may attend)."""
+    named = isinstance(mask, str)
+    steps = plan(tuple(given), masked=mask != "none" if named else True, mistake=mistake)
     d_k = (given["Q"] if "Q" in given else given["W_Q"]).shape[1]
-    return run_plan(steps, given, scale, d_k)
+    return run_plan(steps, given, scale, d_k, None if named else mask)
 
 
 def cross_check(step_values: dict[str, np.ndarray], steps: tuple[StepDef, ...],
-                scale: float | None, d_k: int) -> None:
+                scale: float | None, d_k: int, visible=None) -> None:
     """Raise CrossCheckError unless every step equals numpy's, run on the same plan,
-    within TOLERANCE."""
+    within TOLERANCE (the mask's step hiding what ``visible`` hides; None: the causal mask)."""
     given = {step.name: step_values[step.name] for step in steps if step.is_given}
-    expected = run_plan(steps, given, scale, d_k)
+    expected = run_plan(steps, given, scale, d_k, visible)
     if set(expected) != set(step_values):
         raise CrossCheckError(f"steps differ: {sorted(step_values)} vs {sorted(expected)}")
     for name, reference in expected.items():

@@ -80,7 +80,8 @@ class Scaling:
 
 @dataclass(frozen=True, slots=True)
 class MaskedEntry:
-    """A score set to -inf: key ``col`` comes after query ``row``."""
+    """A score set to -inf: the mask hides key ``col`` from query ``row`` (under a causal
+    mask, the key comes after the query)."""
 
     row: int
     col: int
@@ -310,8 +311,12 @@ def scaling_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> 
 
 
 def masking_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
-    """The causal mask's exact face: -inf where key j comes after query i."""
-    return causal_mask_step(step_def.name, step_def.worded(), inputs[0], num)
+    """The mask's exact face: -inf wherever the spec's mask hides key j from query i."""
+    formula = step_def.worded() if spec.mask == "causal" else MASK_WORDS.format(*step_def.inputs)
+    return mask_step(step_def.name, formula, inputs[0], spec.visible, num)
+
+
+MASK_WORDS = "masked = {0}, -inf where the mask hides key j from query i"
 
 
 def softmax_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
@@ -416,10 +421,17 @@ def scaling_step(name: str, formula: str, scores: Step, spec: ProblemSpec, num: 
 
 def causal_mask_step(name: str, formula: str, scaled: Step, num: Evaluator) -> Step:
     """Set every score of a key after its query to -inf (top-left aligned, as PyTorch)."""
-    entries = tuple(tuple(num(MASKED) if j > i else s for j, s in enumerate(row))
-                    for i, row in enumerate(scaled.entries))
-    working = tuple(MaskedEntry(i, j) for i, row in enumerate(entries)
-                    for j in range(len(row)) if j > i)
+    rows, columns = scaled.shape
+    return mask_step(name, formula, scaled, tuple(tuple(j <= i for j in range(columns))
+                                                  for i in range(rows)), num)
+
+
+def mask_step(name: str, formula: str, scaled: Step, visible, num: Evaluator) -> Step:
+    """Set every score the mask hides (``visible`` False) to -inf; its weight will be an exact 0."""
+    entries = tuple(tuple(s if seen else num(MASKED) for s, seen in zip(row, sees))
+                    for row, sees in zip(scaled.entries, visible))
+    working = tuple(MaskedEntry(i, j) for i, sees in enumerate(visible)
+                    for j, seen in enumerate(sees) if not seen)
     return Step(name=name, formula=formula, kind="masking", entries=entries, working=working)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from generator.maths import ops
+from generator.maths import masks, ops
 
 MARGIN = 1.25  # over the first-order bound: the second order and float noise
 FLOOR = 1e-9  # an exact key still allows float noise
@@ -150,10 +150,10 @@ def scaling_tolerance(step, inputs, errors, u, spec):
 
 
 def masking_tolerance(step, inputs, errors, u, spec):
-    """The causal mask's tolerance face: nothing where the mask writes -inf, the input's error
+    """The mask's tolerance face: nothing where the mask writes -inf, the input's error
     elsewhere."""
-    return np.where(np.isinf(inputs[0]) | np.triu(np.ones_like(errors[0], dtype=bool), k=1),
-                    0.0, errors[0])
+    hidden = ~np.array(spec.visible, dtype=bool).reshape(errors[0].shape)
+    return np.where(np.isinf(inputs[0]) | hidden, 0.0, errors[0])
 
 
 def softmax_tolerance(step, inputs, errors, u, spec):
@@ -271,13 +271,43 @@ def softmax_slips(step, sym, spec, before, whole=None):
                                   f"exponentials, so that each row of {me} sums to 1")]
     source = before(step.inputs[0])
     if source is not None and source.op == "masking":
-        found.append(({"inputs": [source.inputs[0]]}, f"the mask is missing: where key j comes "
-                      f"after query i the weight is 0, and each row of {me} sums to 1 over the "
-                      f"keys that query may see"))
+        hidden = ("key j comes after query i" if spec.mask == "causal" else
+                  "key j is padding" if spec.mask == "padding" else "the mask hides key j")
+        found.append(({"inputs": [source.inputs[0]]}, f"the mask is missing: where {hidden} the "
+                      f"weight is 0, and each row of {me} sums to 1 over the keys that query may see"))
+        found.append(({"inputs": [source.inputs[0]], "hide_after": _listed(spec.visible)},
+                      f"this is softmax over every key, the masked weights then set to 0: the mask "
+                      f"comes first, {me} = softmax({of}) with the masked scores at −∞, so that each "
+                      f"row sums to 1 over the keys that query may see"))
     elif source is not None and source.op == "scaling":
         found.append(({"inputs": [source.inputs[0]]}, f"this is the softmax of {sym(source.inputs[0])}: "
                       f"{me} = softmax({of}), of the scaled scores"))
     return found
+
+
+def masking_slips(step, sym, spec, before, whole=None):
+    """The mask's slips: the causal mask transposed (the later keys seen, the earlier hidden), and
+    key padding put on the query side (the padded queries' rows hidden, not the padded keys)."""
+    me, (n_q, n_k) = sym(step.name), (spec.n_queries, spec.n_keys)
+    causal = spec.mask in ("causal", "causal+padding")
+    lengths = masks.lengths(spec.valid, n_q) if "padding" in spec.mask else None
+    found = []
+    if causal and n_q == n_k > 1:
+        turned = [[j >= i and (lengths is None or j < lengths[i]) for j in range(n_k)]
+                  for i in range(n_q)]
+        found.append(({"visible": turned}, f"this mask is the causal one transposed: in {me} query "
+                      f"i sees keys 1 to i, the keys before it, never the keys after it"))
+    if isinstance(spec.valid, int) and lengths is not None:
+        side = [[(j <= i or not causal) and i < spec.valid for j in range(n_k)] for i in range(n_q)]
+        found.append(({"visible": side}, f"the padding is on the query side: in {me} the padded "
+                      f"keys (after key {spec.valid}) are hidden from every query, not the padded "
+                      f"queries' rows"))
+    return found
+
+
+def _listed(mask) -> list[list[bool]]:
+    """A mask for the page's JSON."""
+    return [list(row) for row in mask]
 
 
 def softmax_backward_slips(step, sym, spec, before, whole=None):

@@ -21,7 +21,7 @@ from typing import Mapping
 import sympy
 
 from generator import kinds
-from generator.maths import steps
+from generator.maths import masks, steps
 from generator.maths.exact import parse_exact, shown
 from generator.maths.steps import MISTAKES
 from generator.rendering.teacher_text import text_fault
@@ -33,12 +33,12 @@ MAX_TOKENS = 12
 MAX_PROBLEMS = 2000
 MAX_DIMENSION = 16
 MAX_FILE_BYTES = inputs.MAX_BYTES  # a spec, roster or header file: far above any real one
-MASKS = ("none", "causal")
+MASKS = masks.KINDS
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
 # cross-attention: the queries from a decoder's tokens, the keys and values from an encoder's
 FROM_TWO_SEQUENCES = ("X_dec", "X_enc", "W_Q", "W_K", "W_V")
 FROM_PROJECTIONS = ("Q", "K", "V")
-OPTION_KEYS = ("mask", "scale", "title", "type")
+OPTION_KEYS = ("mask", "scale", "title", "type", *masks.SPEC_KEYS)
 
 
 def known_keys() -> set[str]:
@@ -75,6 +75,11 @@ class ProblemSpec:
     params: Mapping[str, object] = field(default_factory=dict)
     number: int | None = None  # its number on the paper, kept when it is drawn again alone
     fractions: frozenset = frozenset()  # (matrix, row, column) the teacher wrote as a fraction
+    # The mask's arguments (``masks``): valid lengths (one number, or one per query), a window's
+    # width, a teacher's own matrix (True: may attend); None where the mask takes none.
+    valid: int | tuple[int, ...] | None = None
+    window: int | None = None
+    mask_matrix: masks.Visible | None = None
 
     def __getattr__(self, name: str):
         """A parameter of its type (``spec.row``, ``spec.pair``): the templates' prose and the
@@ -87,6 +92,22 @@ class ProblemSpec:
         if kinds.declares(self.__dict__.get("question"), name):
             return None
         raise AttributeError(f"a {self.__dict__.get('question')} problem has no parameter {name!r}")
+
+    @property
+    def masked(self) -> bool:
+        """Whether any mask applies (causal, padding, window, both, or the teacher's own)."""
+        return self.mask != "none"
+
+    @property
+    def visible(self) -> masks.Visible:
+        """The mask, n_q x n_k: True where query i may attend to key j (all True without one)."""
+        return masks.visible(self.mask, self.n_queries, self.n_keys, self.valid, self.window,
+                             self.mask_matrix)
+
+    @property
+    def mask_name(self) -> str:
+        """What the prose calls the mask: "causal mask", "padding mask", "mask"."""
+        return masks.NAMES.get(self.mask, "mask")
 
     @property
     def unscaled(self) -> bool:
@@ -221,8 +242,10 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
                    and name in steps.REGISTRY)  # a further given matrix: W_O, say
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
     _check_shapes(matrices, where)
-    spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
-                       scale=_parse_scale(record, where), title=_parse_title(record, where),
+    mask, valid, window, mask_matrix = _parse_mask(record, matrices, where)
+    spec = ProblemSpec(id=problem_id, matrices=matrices, mask=mask, valid=valid, window=window,
+                       mask_matrix=mask_matrix, scale=_parse_scale(record, where),
+                       title=_parse_title(record, where),
                        fractions=_written_as_fractions(record, matrices))
     # its type first: a type that refuses the problem says why (backward, of cross-attention's
     # X_dec and X_enc) before a step of its plan that cannot be taken says what does not fit
@@ -461,11 +484,14 @@ def _projection_sources(matrices: dict[str, Matrix]) -> dict[str, str]:
             for step in steps.plan(tuple(matrices), through="V") if step.name in FROM_PROJECTIONS}
 
 
-def _parse_mask(record: dict, where: str) -> str:
-    mask = record.get("mask", "none")
-    if not isinstance(mask, str) or mask not in MASKS:
-        raise SpecError(f"{where}: unknown mask {shown(mask)} (expected one of: {', '.join(MASKS)})")
-    return mask
+def _parse_mask(record: dict, matrices: dict[str, Matrix], where: str):
+    """The mask's kind and arguments (``masks.parse``), for the scores' shape n_q x n_k."""
+    queries = next(name for name in ("X", "X_dec", "Q") if name in matrices)
+    keys = next(name for name in ("X", "X_enc", "K") if name in matrices)
+    try:
+        return masks.parse(record, len(matrices[queries]), len(matrices[keys]))
+    except ValueError as error:
+        raise SpecError(f"{where}: {error}") from None
 
 
 def _parse_scale(record: dict, where: str) -> sympy.Expr | None:

@@ -34,7 +34,8 @@ class StepDef:
     formula: str = ""  # prose: the step's formula as an answer key heads it
     prompt: str = ""  # prose: what a part asking for this step alone says
     marks: int = 1
-    when: str = ""  # "" always; "scaled": unless the scale is 1; "causal": under a causal mask
+    when: str = ""  # "" always; "scaled": unless the scale is 1; "masked": under any mask
+                    # ("causal", as it was named when causal was the only mask, means the same)
     transpose: bool = False  # product: times the transpose of the second input (Q K^T)
     transpose_left: bool = False  # product: the transpose of the first input times the second
     optional: bool = False  # for want of an input, hand the first input on (X + P without P)
@@ -139,7 +140,8 @@ MISTAKES = {name: next(iter(changes)) for name, changes in MISTAKEN.items()}
 
 @lru_cache(maxsize=256)  # a run asks for the same few plans thousands of times; cleared by register
 def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
-         mistake: str | None = None, through: str | None = None) -> tuple[StepDef, ...]:
+         mistake: str | None = None, through: str | None = None,
+         masked: bool = False) -> tuple[StepDef, ...]:
     """The steps a problem takes from its given matrices, in order, up to ``through``.
 
     A given matrix is taken as given (Q, K and V given: no projections).  A step the problem
@@ -148,7 +150,8 @@ def plan(given: tuple[str, ...], causal: bool = False, scaled: bool = True,
     no X: no dW_Q), unless it is ``optional`` (then it too hands its first input on)."""
     changes = MISTAKEN.get(mistake, {}) if mistake else {}
     routes = _routes(given)
-    active = {"": True, "scaled": scaled or "scaled" in changes, "causal": causal}
+    masked = masked or causal  # a step of the mask is one step under any mask
+    active = {"": True, "scaled": scaled or "scaled" in changes, "masked": masked, "causal": masked}
     steps = [REGISTRY[name] if REGISTRY[name].is_given else given_def(name, REGISTRY[name].symbol)
              for name in given]
     stands_for: dict[str, str] = {}
@@ -204,7 +207,7 @@ def _resolve(name: str, stands_for: dict[str, str]) -> str:
 def plan_for(spec, mistake: str | None = None) -> tuple[StepDef, ...]:
     """The plan of a problem spec: its given matrices, its mask and scale, a mistake."""
     given = tuple(name for name in spec.matrices if name in PIPELINE)
-    return plan(given, causal=spec.mask == "causal", scaled=not spec.unscaled, mistake=mistake)
+    return plan(given, masked=spec.masked, scaled=not spec.unscaled, mistake=mistake)
 
 
 def shapes(steps: tuple[StepDef, ...], given: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
@@ -292,10 +295,11 @@ for _step in (
             r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
             when="scaled", factor_text="scaled = scale * scores"),
     StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
-            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the causal mask added",
-            r"Apply the causal mask: write the masked scores $\hat{S} = "
-            r"{{ 'masked' | input_of | sym }} + M$, with $-\infty$ wherever key $j$ "
-            r"comes after query $i$.", when="causal"),
+            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the {{ spec.mask_name }} added",
+            r"Apply the {{ spec.mask_name }}: write the masked scores $\hat{S} = "
+            r"{{ 'masked' | input_of | sym }} + M$, with $-\infty$ wherever {% if spec.mask == "
+            r"'causal' %}key $j$ comes after query $i${% elif spec.mask == 'padding' %}key $j$ is "
+            r"padding{% else %}the mask hides key $j$ from query $i${% endif %}.", when="masked"),
     StepDef("weights", "softmax", ("masked",), "A", "weights = softmax(row-wise)",
             r"${{ 'weights' | sym }} = \operatorname{softmax}({{ 'weights' | input_of | sym }})$, row by row",
             "Apply softmax to each row to get the attention weights $A$; show each row's "
@@ -337,7 +341,7 @@ for _step in (
             "dscaled = weights * (dweights - rowsum(weights * dweights))",
             r"$\mathrm{d}\tilde{S}_{ij} = A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})$",
             r"Push the gradient back through softmax, row by row: $\mathrm{d}\tilde{S}_{ij} = "
-            r"A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})${% if spec.mask == 'causal' %}"
+            r"A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})${% if spec.masked %}"
             r" (a masked entry has $A_{ij} = 0$, so its gradient is 0){% endif %}.", marks=3),
     StepDef("dscores", "scaling", ("dscaled",), r"\mathrm{d}S", "dscores = dscaled / sqrt(d_k)",
             r"{% if spec.scale is none %}$\mathrm{d}S = \mathrm{d}\tilde{S} / \sqrt{d_k}$"

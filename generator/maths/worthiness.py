@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from generator.maths import masks
 from generator.maths.crosscheck import attention_steps
 from generator.maths.spec import MISTAKES, mistakes_for_shapes
 
@@ -44,6 +45,16 @@ class Candidate:
     w_o: np.ndarray | None = None  # the output projection of a two-head question
     scale: float | None = None  # the scores' factor, when not 1/sqrt(d_k)
     x_enc: np.ndarray | None = None  # cross-attention: the encoder's tokens (x is the decoder's)
+    valid: int | tuple[int, ...] | None = None  # a padding mask's valid lengths (masks)
+    window: int | None = None  # a sliding-window mask's width
+
+    @property
+    def masking(self):
+        """The mask as ``attention_steps`` takes it: "none", or n_q x n_k booleans (True: may attend)."""
+        if self.mask == "none":
+            return "none"
+        keys = len(self.x if self.x_enc is None else self.x_enc)
+        return np.array(masks.visible(self.mask, len(self.x), keys, self.valid, self.window), dtype=bool)
 
     @property
     def given(self) -> dict[str, np.ndarray]:
@@ -57,20 +68,32 @@ class Candidate:
         """Equal for two problems that differ only in the order of their tokens."""
         tokens = tuple(sorted(tuple(row) for row in self.x.tolist()))
         encoder = () if self.x_enc is None else (tuple(sorted(tuple(r) for r in self.x_enc.tolist())),)
-        return (tokens, *encoder, self.w_q.tobytes(), self.w_k.tobytes(), self.w_v.tobytes(), self.mask)
+        return (tokens, *encoder, self.w_q.tobytes(), self.w_k.tobytes(), self.w_v.tobytes(), self.mask,
+                self.valid, self.window)
 
 
 def is_exam_worthy(candidate: Candidate, difficulty: str, decimals: int) -> bool:
     """Whether a candidate makes an exam problem at this difficulty: no two tokens, queries, keys or
     values alike, no zero row or column in the steps worked, numbers within the difficulty's
     bounds, and no weight that shows as 0 or 1 or row of equal weights."""
-    steps = attention_steps(candidate.given, candidate.mask, candidate.scale)
+    if not _mask_is_worthy(candidate):
+        return False
+    steps = attention_steps(candidate.given, candidate.masking, candidate.scale)
     return (all(_distinct_nonzero_rows(steps[name]) for name in (*TOKENS, "Q", "K", "V") if name in steps)
             and all(_no_zero_lines(steps[name]) for name in ("Q", "K", "V", "output"))
             and _no_zero_lines(steps["scores"])
             and all(_distinct_rows(steps[name]) for name in ("scores", "weights", "output"))
             and _within_bounds(steps, difficulty)
-            and _readable_weights(steps["weights"], candidate.mask, decimals))
+            and _readable_weights(steps["weights"], candidate.masking, decimals))
+
+
+def _mask_is_worthy(candidate: Candidate) -> bool:
+    """Every query sees a key, and a padding or window mask hides one the causal mask (or none)
+    would show: it must teach something of its own."""
+    if candidate.mask == "none":
+        return True
+    mask = tuple(tuple(bool(x) for x in row) for row in candidate.masking.tolist())
+    return masks.blind_query(mask) is None and masks.hides_something(candidate.mask, mask)
 
 
 def visible_mistakes(candidate: Candidate, decimals: int) -> list[str]:
@@ -130,13 +153,12 @@ def gradients_are_worthy(steps: dict[str, np.ndarray], mask: str) -> bool:
 def scaled_scores_in(candidate: Candidate, exponents, heads: int = 0) -> bool:
     """Whether every scaled score a student exponentiates is one of ``exponents`` (the
     no-calculator table), in the problem and, for a heads question, in each head."""
-    def unmasked(steps: dict, mask: str) -> np.ndarray:
+    def unmasked(steps: dict, mask) -> np.ndarray:
         scaled = steps["scaled"]
-        keep = np.ones_like(scaled, dtype=bool)
-        return scaled[np.tril(keep) if mask == "causal" else keep]
+        return scaled[np.ones_like(scaled, dtype=bool) if isinstance(mask, str) else mask]
 
-    whole = attention_steps(candidate.given, candidate.mask, candidate.scale)
-    values = [] if heads else [unmasked(whole, candidate.mask)]  # heads scale only their own
+    whole = attention_steps(candidate.given, candidate.masking, candidate.scale)
+    values = [] if heads else [unmasked(whole, candidate.masking)]  # heads scale only their own
     for h in range(heads):
         part = {name: np.hsplit(whole[name], heads)[h] for name in "QKV"}
         values.append(unmasked(attention_steps(part, scale=candidate.scale), "none"))
@@ -185,11 +207,13 @@ def _within_bounds(steps: dict[str, np.ndarray], difficulty: str) -> bool:
     return largest_qkv <= QKV_BOUND[difficulty] and np.abs(steps["scores"]).max() <= SCORE_BOUND[difficulty]
 
 
-def _readable_weights(weights: np.ndarray, mask: str, decimals: int) -> bool:
-    """No weight shows as 0 or 1 after rounding, and no row is uniform (masked keys aside)."""
+def _readable_weights(weights: np.ndarray, mask, decimals: int) -> bool:
+    """No weight shows as 0 or 1 after rounding, and no row is uniform (masked keys aside);
+    ``mask`` is "none", "causal" or the mask itself (True: may attend)."""
     half_unit = 0.5 * 10.0**-decimals
     for i, row in enumerate(weights):
-        unmasked = row[: i + 1] if mask == "causal" else row
+        unmasked = (row[mask[i]] if not isinstance(mask, str) else row[: i + 1] if mask == "causal"
+                    else row)
         if len(unmasked) < 2:
             continue  # a causal first row is exactly [1, 0, ...]: that is the mask's lesson
         if np.ptp(unmasked) < 1e-9 or unmasked.min() <= half_unit or unmasked.max() >= 1 - half_unit:

@@ -17,6 +17,8 @@ from generator.maths import ops, steps
 from generator.rendering import formatting as fmt
 
 PICKED = "read it off the matrices shown above, in the new order."
+MASK = (r"row $i$ is query $i$'s: $0$ for each key it may attend to, $-\infty$ for each the mask "
+        r"hides from it (type -inf).")
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,10 @@ def hint_of(question, step, head: int | None, decimals: int, table_places: int |
             if known is step:
                 inputs = [steps.symbol(name, head) for name in step_def.inputs if "." not in name]
                 symbols = dict(zip("ab", inputs), row="column" if step_def.transpose_left else "row",
-                               col="row" if step_def.transpose else "column")
+                               col="row" if step_def.transpose else "column", mask=solution.spec.mask)
                 return Hint(ops.op(step_def.op).hint.how, symbols,
                             first_working(step, step_def, head, decimals, table_places))
-    return Hint(PICKED)
+    return Hint(MASK if step.kind == "mask" else PICKED)  # M asked itself, or a matrix read off
 
 
 def pick_hint(pick, source_symbol: str, symbol: str) -> Hint:

@@ -216,7 +216,8 @@ OPTIONS = (
            refused_by=SHAPE, redraw=True),
     Option("weights", "--weights", DRAW, "kind of weight matrices", str, choices=WEIGHTS,
            refused_by=SHAPE, redraw=True),
-    Option("mask", "--mask", DRAW, "causal masking: none, all, or mixed", str,
+    Option("mask", "--mask", DRAW, "the mask: none, causal, padding, window (causal sliding "
+           "window), causal+padding, or mixed (none or any of them)", str,
            choices=MASK_CHOICES, refused_by=SHAPE, redraw=True),
     Option("versions", "--versions", WHICH, "N different versions of the set, each with its own "
            "key", int, "N", bounds=(1, MAX_STUDENTS), refused_by=WHICH_DRAW, redraw=True),

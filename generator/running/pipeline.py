@@ -54,7 +54,7 @@ def solve_checked(spec: ProblemSpec) -> Question:
     for solution in question.solutions():
         scale = None if solution.spec.scale is None else to_float(solution.spec.scale)
         cross_check({step.name: step.numeric for step in solution.steps}, solution.plan,
-                    scale, solution.spec.d_k)
+                    scale, solution.spec.d_k, solution.spec.visible)
     return question
 
 

@@ -1,1 +1,1 @@
-(step, a) => a.map((row, i) => row.map((x, j) => (j > i ? -Infinity : x)))
+(step, a) => a.map((row, i) => row.map((x, j) => ((step.visible ? !step.visible[i][j] : j > i) ? -Infinity : x)))
