@@ -393,3 +393,94 @@ def test_the_practice_page_marks_honest_students_right_and_names_the_cross_slips
                                    [[problem_id, letter]])
             assert "wrong" in marks[f"{problem_id} {grid}"] and says in marks[f"{problem_id} ({letter})"]
         browser.close()
+
+
+# -- cross-attention under a padding mask on the encoder's tokens --------------------------
+
+@st.composite
+def padded_cross_records(draw):
+    """A cross-attention spec whose encoder has padding: one valid length (key padding), or one
+    per decoder query (d2l's valid_lens), each leaving every query a key to see."""
+    record = draw(cross_records())
+    n_q, n_k = len(record["X_dec"]), len(record["X_enc"])
+    if draw(st.booleans()):
+        record["valid"] = draw(st.integers(1, n_k))
+    else:
+        record["valid"] = draw(st.lists(st.integers(1, n_k), min_size=n_q, max_size=n_q))
+    record["mask"] = "padding"
+    return record
+
+
+def padding_of(record, n_q: int, n_k: int) -> np.ndarray:
+    """True where query i may attend to key j, from the record's valid lengths."""
+    valid = record["valid"]
+    lengths = [valid] * n_q if isinstance(valid, int) else valid
+    return np.array([[j < lengths[i] for j in range(n_k)] for i in range(n_q)])
+
+
+@SETTINGS
+@given(padded_cross_records())
+def test_padded_cross_attention_equals_torch_with_a_boolean_and_an_additive_mask(record):
+    torch = torch_or_skip()
+    solution = make_solution(**record)
+    spec = solution.spec
+    seen = padding_of(record, spec.n_queries, spec.n_keys)
+    assert spec.cross and np.array_equal(np.array(spec.visible), seen)
+    q, k, v = (tensor(torch, solution.step(n)).unsqueeze(0) for n in "QKV")
+    scale = None if spec.scale is None else float(spec.scale)
+    boolean = torch.tensor(seen)
+    additive = torch.zeros(seen.shape, dtype=torch.float64).masked_fill(~boolean, float("-inf"))
+    for mask in (boolean, additive):
+        expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        assert close(solution.step("output").numeric, expected.squeeze(0).numpy())
+    weights = solution.step("weights").numeric
+    assert np.all(weights[~seen] == 0) and np.allclose(weights.sum(axis=1), 1, rtol=0, atol=1e-12)
+
+
+# The README's spec: two decoder tokens over three encoder tokens, d_k = d_v = d_dec = d_enc = 2
+README_CROSS = {"X_dec": [[1, 0], [0, 1]], "X_enc": [[1, 1], [0, 1], [1, 0]], "W_Q": [[1, 0], [0, 1]],
+                "W_K": [[1, 1], [0, 1]], "W_V": [[1, 0], [0, 2]]}
+
+
+@pytest.mark.parametrize("valid", [1, 2, 3])
+def test_a_padded_cross_spec_equals_multihead_attention_with_key_padding_mask(valid):
+    """MultiheadAttention(kdim=vdim=d_enc) with key_padding_mask True on the encoder's padding."""
+    torch = torch_or_skip()
+    solution = make_solution(**README_CROSS, mask="padding", valid=valid)
+    spec = solution.spec
+    x_dec, x_enc, w_q, w_k, w_v = (tensor(torch, solution.step(n)) for n in
+                                   ("X_dec", "X_enc", "W_Q", "W_K", "W_V"))
+    mha = torch.nn.MultiheadAttention(embed_dim=spec.d_model, num_heads=1, kdim=spec.d_enc,
+                                      vdim=spec.d_enc, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        if mha._qkv_same_embed_dim:
+            mha.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T], dim=0))
+        else:
+            mha.q_proj_weight.copy_(w_q.T)
+            mha.k_proj_weight.copy_(w_k.T)
+            mha.v_proj_weight.copy_(w_v.T)
+        mha.out_proj.weight.copy_(torch.eye(spec.d_model, dtype=torch.float64))
+        padding = (torch.arange(spec.n_keys) >= valid).unsqueeze(0)
+        output, weights = mha(x_dec.unsqueeze(0), x_enc.unsqueeze(0), x_enc.unsqueeze(0),
+                              key_padding_mask=padding)
+    assert close(solution.step("output").numeric, output.squeeze(0).numpy())
+    assert close(solution.step("weights").numeric, weights.squeeze(0).numpy())
+
+
+@pytest.mark.parametrize("difficulty", ["medium", "hard"])
+def test_drawn_cross_problems_with_a_padding_mask_equal_torch(difficulty):
+    torch = torch_or_skip()
+    for question in solved_set(draw_options(difficulty, mask="padding"), 6, 4, 1, ("cross",)):
+        spec = question.spec
+        assert spec.cross and spec.mask == "padding"
+        seen = torch.tensor(np.array(spec.visible))
+        assert not bool(seen.all())  # the padding hides a key
+        q, k, v = (tensor(torch, question.solution.step(n)).unsqueeze(0) for n in "QKV")
+        expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=seen)
+        assert close(question.solution.step("output").numeric, expected.squeeze(0).numpy())
+
+
+@pytest.mark.parametrize("mask", ["causal", "window", "causal+padding"])
+def test_a_drawn_cross_problem_takes_no_mask_of_one_sequence(run_cli, tmp_path, mask):
+    code, out, err = run_cli("--types", "cross", "--mask", mask, "--count", "1", "--out", str(tmp_path / "o"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--mask padding" in err
