@@ -3,6 +3,7 @@
 # The built-in question types register themselves (their order is kinds.BUILT_IN's).
 from generator.kinds import full, row, mistake, permute, masked, heads, concept, backward  # noqa: F401,I001
 from generator.kinds import softmax_jacobian  # noqa: F401
+from generator.kinds import grouped  # noqa: F401
 
 # The library's front door (``api``), loaded when first asked for: ``from generator import
 # Options, generate``.  Late, so that importing one module of the package (a forked child's,

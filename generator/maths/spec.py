@@ -203,12 +203,17 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     names += tuple(name for name in record if name not in names and name in known
                    and name in steps.REGISTRY)  # a further given matrix: W_O, say
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
-    _check_shapes(matrices, where)
+    # A type whose keys are narrower than its queries (grouped-query attention) checks the
+    # widths itself, once its own keys are read (``QuestionType.own_widths``).
+    kind = kinds.TYPES.get(record["type"]) if isinstance(record.get("type"), str) else None
+    own_widths = kind is not None and kind.own_widths
+    _check_shapes(matrices, where, own_widths)
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=_parse_mask(record, where),
                        scale=_parse_scale(record, where), title=_parse_title(record, where),
                        fractions=_written_as_fractions(record, matrices))
     try:  # every step's inputs fit, by the registry's shape rules (a step added to it, too)
-        steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
+        if not own_widths:
+            steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
     except ValueError as error:
         raise SpecError(f"{where}: {error}") from None
     return _with_question(spec, record, where)
@@ -386,7 +391,7 @@ def _parse_entry(entry, name: str, row: int, column: int, where: str) -> sympy.E
         raise SpecError(f"{where}: {name} row {row}, column {column}: {error}") from None
 
 
-def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
+def _check_shapes(matrices: dict[str, Matrix], where: str, own_widths: bool = False) -> None:
     def rows(name):
         return len(matrices[name])
 
@@ -401,11 +406,11 @@ def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
         for weight in ("W_Q", "W_K", "W_V"):
             require(rows(weight) == columns("X"),
                     f"{weight} has {rows(weight)} rows but X has {columns('X')} columns")
-        require(columns("W_K") == columns("W_Q"),
+        require(own_widths or columns("W_K") == columns("W_Q"),
                 f"W_K has {columns('W_K')} columns but W_Q has {columns('W_Q')} (both are d_k)")
         tokens, dimensions = rows("X"), [columns(n) for n in FROM_EMBEDDINGS]
     else:
-        require(columns("K") == columns("Q"),
+        require(own_widths or columns("K") == columns("Q"),
                 f"K has {columns('K')} columns but Q has {columns('Q')} (both are d_k)")
         require(rows("V") == rows("K"), f"V has {rows('V')} rows but K has {rows('K')}")
         tokens, dimensions = max(rows("Q"), rows("K")), [columns(n) for n in FROM_PROJECTIONS]

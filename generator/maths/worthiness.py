@@ -42,6 +42,7 @@ class Candidate:
     mask: str
     w_o: np.ndarray | None = None  # the output projection of a two-head question
     scale: float | None = None  # the scores' factor, when not 1/sqrt(d_k)
+    heads: tuple[int, ...] = ()  # the heads it is drawn for ((h,), or (H_q, H_kv)); () for one
 
     @property
     def given(self) -> dict[str, np.ndarray]:
@@ -102,6 +103,30 @@ def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
         outputs.append(steps["output"])
     concat = np.hstack(outputs)
     return candidate.w_o is None or (_worked(concat) and _worked(concat @ candidate.w_o))
+
+
+def grouped_are_readable(given: dict[str, np.ndarray], w_o: np.ndarray, heads: int, kv_heads: int,
+                         scale: float | None, decimals: int) -> bool:
+    """Grouped-query attention (X and W_Q, W_K, W_V, or Q, K, V given, K and V narrower than
+    Q): each query head, with the key/value head its group shares, passes a single head's
+    tests, as does every shared K_g and V_g; W_O has no zero row; C and Y are worked."""
+    whole = (given if "Q" in given else
+             {name: given["X"] @ given[f"W_{name}"] for name in "QKV"})
+    keys, values = np.hsplit(whole["K"], kv_heads), np.hsplit(whole["V"], kv_heads)
+    if not _no_zero_rows(w_o) or not all(_distinct_nonzero_rows(m) for m in (*keys, *values)):
+        return False
+    outputs = []
+    for h, query in enumerate(np.hsplit(whole["Q"], heads)):
+        kv = h // (heads // kv_heads)
+        steps = attention_steps({"Q": query, "K": keys[kv], "V": values[kv]}, scale=scale)
+        if (not _distinct_nonzero_rows(query)
+                or not all(_worked(steps[name]) for name in ("scores", "weights", "output"))
+                or np.abs(steps["scaled"]).max() > SCALED_BOUND
+                or not _readable_weights(steps["weights"], "none", decimals)):
+            return False
+        outputs.append(steps["output"])
+    concat = np.hstack(outputs)
+    return _worked(concat) and _worked(concat @ w_o)
 
 
 def gradients_are_worthy(steps: dict[str, np.ndarray], mask: str) -> bool:
