@@ -115,12 +115,14 @@ def _draw_params(rng, candidate, decimals):
         rows, columns = w_o.shape
         stacked = np.tile(np.eye(columns), (-(-rows // columns), 1))[:rows]
         w_o = stacked * rng.choice(DIAGONAL_ENTRIES, (rows, 1))
+    head = int(rng.integers(1, heads + 1)) if heads > 2 else None  # the one head worked
     given = {"X": candidate.x, "W_Q": candidate.w_q, "W_K": w_k, "W_V": w_v}
-    if not grouped_are_readable(given, w_o, heads, kv_heads, candidate.scale, decimals):
+    if not grouped_are_readable(given, w_o, heads, kv_heads, candidate.scale, decimals,
+                                worked=(head - 1,) if head else ()):
         return None
     params = {"heads": heads, "kv_heads": kv_heads,
               "matrices": {"W_K": _exact(w_k), "W_V": _exact(w_v), "W_O": _exact(w_o)}}
-    return params if heads <= 2 else {**params, "head": int(rng.integers(1, heads + 1))}
+    return params if head is None else {**params, "head": head}
 
 
 def _one_hot(x) -> bool:

@@ -106,27 +106,29 @@ def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
 
 
 def grouped_are_readable(given: dict[str, np.ndarray], w_o: np.ndarray, heads: int, kv_heads: int,
-                         scale: float | None, decimals: int) -> bool:
-    """Grouped-query attention (X and W_Q, W_K, W_V, or Q, K, V given, K and V narrower than
-    Q): each query head, with the key/value head its group shares, passes a single head's
-    tests, as does every shared K_g and V_g; W_O has no zero row; C and Y are worked."""
-    whole = (given if "Q" in given else
-             {name: given["X"] @ given[f"W_{name}"] for name in "QKV"})
+                         scale: float | None, decimals: int, worked: tuple[int, ...] = ()) -> bool:
+    """Grouped-query attention (X and W_Q, W_K, W_V, K and V narrower than Q): each query head
+    worked (from 0; every one where ``worked`` is empty: the others' outputs are given), with
+    the key/value head its group shares, passes a single head's tests, as do their K_g and V_g;
+    W_O has no zero row; C and Y are worked."""
+    whole = {name: given["X"] @ given[f"W_{name}"] for name in "QKV"}
     keys, values = np.hsplit(whole["K"], kv_heads), np.hsplit(whole["V"], kv_heads)
-    if not _no_zero_rows(w_o) or not all(_distinct_nonzero_rows(m) for m in (*keys, *values)):
+    if not _no_zero_rows(w_o):
         return False
     outputs = []
     for h, query in enumerate(np.hsplit(whole["Q"], heads)):
         kv = h // (heads // kv_heads)
         steps = attention_steps({"Q": query, "K": keys[kv], "V": values[kv]}, scale=scale)
-        if (not _distinct_nonzero_rows(query)
-                or not all(_worked(steps[name]) for name in ("scores", "weights", "output"))
-                or np.abs(steps["scaled"]).max() > SCALED_BOUND
-                or not _readable_weights(steps["weights"], "none", decimals)):
+        if (worked and h not in worked) or (
+                all(_distinct_nonzero_rows(m) for m in (query, keys[kv], values[kv]))
+                and all(_worked(steps[name]) for name in ("scores", "weights", "output"))
+                and np.abs(steps["scaled"]).max() <= SCALED_BOUND
+                and _readable_weights(steps["weights"], "none", decimals)):
+            outputs.append(steps["output"])
+        else:
             return False
-        outputs.append(steps["output"])
     concat = np.hstack(outputs)
-    return _worked(concat) and _worked(concat @ w_o)
+    return _no_zero_lines(concat) and _worked(concat @ w_o)
 
 
 def gradients_are_worthy(steps: dict[str, np.ndarray], mask: str) -> bool:
