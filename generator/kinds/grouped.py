@@ -24,7 +24,7 @@ from generator.maths.worthiness import grouped_are_readable
 MOST_HEADS = 8
 # Drawn: one-hot tokens (easy), multi-query attention with two query heads two wide over one
 # key/value head; otherwise four query heads one wide over two key/value heads, one head worked.
-DRAWN = {"one-hot": (2, 1, 2), "other": (4, 2, 1)}  # (H_q, H_kv, d_k and d_v per head)
+DRAWN = {"one-hot": (2, 1, 2, 2), "other": (4, 2, 2, 1)}  # (H_q, H_kv, d_k, d_v per head)
 
 
 def layout_of(spec) -> Layout:
@@ -93,14 +93,14 @@ PARAMS = (Param("heads", read_count("heads", 2), default=2),
           Param("head", lambda value, spec, where: one_based(value, MOST_HEADS, "head", where) + 1))
 
 
-def drawn_layout(one_hot: bool) -> tuple[int, int, int]:
-    """(H_q, H_kv, width per head) of a drawn problem."""
+def drawn_layout(one_hot: bool) -> tuple[int, int, int, int]:
+    """(H_q, H_kv, d_k and d_v per head) of a drawn problem."""
     return DRAWN["one-hot" if one_hot else "other"]
 
 
 def _draw_options(options):
-    heads, kv_heads, width = drawn_layout(options.embeddings == "one-hot")
-    return replace(options, mask="none", d_k=heads * width, d_v=heads * width, heads=(heads, kv_heads))
+    heads, kv_heads, d_k, d_v = drawn_layout(options.embeddings == "one-hot")
+    return replace(options, mask="none", d_k=heads * d_k, d_v=heads * d_v, heads=(heads, kv_heads))
 
 
 def _draw_params(rng, candidate, decimals):
@@ -108,8 +108,7 @@ def _draw_params(rng, candidate, decimals):
     weights (one-hot tokens), W_O a stack of diagonals; every head readable; with four query
     heads, one worked (drawn), the others' outputs given."""
     heads, kv_heads = candidate.heads
-    width = candidate.w_q.shape[1] // heads
-    w_k, w_v = (w[:, :kv_heads * width] for w in (candidate.w_k, candidate.w_v))
+    w_k, w_v = (w[:, :kv_heads * (w.shape[1] // heads)] for w in (candidate.w_k, candidate.w_v))
     w_o = candidate.w_o
     if not np.all(np.any(w_o != 0, axis=1)) and _one_hot(candidate.x):
         rows, columns = w_o.shape
