@@ -172,9 +172,16 @@ def shared_pick(step, kv: int, layout: Layout) -> Pick:
     sharing = _listed(layout.sharing(kv))
     return Pick(f"kv{kv}.{step.name}", step.name, rows, columns, tuple(
         (rows, tuple(_block(step, layout.kv_heads, other)),
-         f"the wrong head shared: query heads {sharing} use {step.name}_{kv}, columns "
-         f"{columns[0] + 1} to {columns[-1] + 1} of {step.name}, not {step.name}_{other}")
+         f"the wrong head shared: query heads {sharing} use {step.name}_{kv}, "
+         f"{_columns_named(columns)} of {step.name}, not {step.name}_{other}")
         for other in range(1, layout.kv_heads + 1) if other != kv))
+
+
+def _columns_named(columns) -> str:
+    """column 2; columns 3 to 4 (counted from 1)."""
+    if len(columns) == 1:
+        return f"column {columns[0] + 1}"
+    return f"columns {columns[0] + 1} to {columns[-1] + 1}"
 
 
 def _listed(numbers) -> str:
