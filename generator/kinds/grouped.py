@@ -175,10 +175,11 @@ register(QuestionType(
      + AND + r"{% endfor %} {{ 'are' if others | length > 1 else 'is' }} given below (you work query "
      r"head {{ spec.head }} alone).{% endif %}", GIVEN, SHOWN),
     prompts={**PROMPTS,
-             "split": r"Take {% if spec.head %}query head {{ spec.head }}'s block $Q_{{ spec.head }}$ "
-                      r"out of $Q$, and the key/value head it shares out of $K$ and $V${% else %}each "
-                      r"query head's block $Q_h$ out of $Q$, and each shared head's $K_g$ and $V_g$ out "
-                      r"of $K$ and $V${% endif %}.",
+             "split": r"Take {% if spec.head %}{% set g = ((spec.head - 1) // (spec.heads // spec.kv_heads)) "
+                      r"+ 1 %}query head {{ spec.head }}'s block $Q_{{ spec.head }}$ out of $Q$, and the "
+                      r"key/value head it shares, $K_{{ g }}$ and $V_{{ g }}$, out of $K$ and $V$"
+                      r"{% else %}each query head's block $Q_h$ out of $Q$, and each shared head's $K_g$ "
+                      r"and $V_g$ out of $K$ and $V${% endif %}.",
              "head": SHARED_BY + r"{{ part.label }} (with $K_{{ g }}$, $V_{{ g }}$): compute its scores "
                      r"$Q_{{ part.head }} K_{{ g }}^{\top}$,{% if not spec.unscaled %} scaled scores,"
                      r"{% endif %} attention weights and output $O_{{ part.head }}$.",
