@@ -41,7 +41,7 @@ KEYS = {
          "V: cross-attention)",
     "K": "instead of X and the weights: the keys directly",
     "V": "instead of X and the weights: the values directly",
-    "W_O": "the output projection of a `heads` problem (2·d_v × d_model)",
+    "W_O": "the output projection of a `heads` or `grouped` problem (h·d_v × d_model, h the (query) heads)",
     "dO": "the upstream gradient of a `backward` or `softmax-jacobian` problem (the output's "
           "shape)",
     "mask": '`"none"` (default) or `"causal"`: query i sees keys 1..i only',
@@ -57,7 +57,9 @@ PARAMS = {
     "row": "which query's row, counted from 1",
     "mistake": "which common mistake the worked solution makes",
     "swap": "the two tokens that swap places, e.g. `[1, 3]`",
-    "head": "`1`: work head 1 alone, head 2's output given",
+    "head": "`1`: work head 1 alone, the other heads' outputs given",
+    "heads": "how many heads: `heads` 2 to 4 (default 2); `grouped` query heads 2 to 8 (default 2)",
+    "kv_heads": "key/value heads the query heads share, dividing `heads` (default 1: multi-query)",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
 }

@@ -283,7 +283,7 @@ SPAN = "{{ a }}{% if b > a %} to {{ b }}{% endif %}"  # columns 1 to 2; column 3
 
 register(QuestionType(
     "heads", heads_question,
-    "{{ {2: 'Two', 3: 'Three', 4: 'Four'}[spec.heads or 2] }} attention heads",
+    "{{ 'Three' if spec.heads == 3 else 'Four' if spec.heads == 4 else 'Two' }} attention heads",
     (HEAD_COUNT + OTHERS +
      r"{{ {2: 'Two', 3: 'Three', 4: 'Four'}[h] }}-head self-attention on a sequence of "
      r"{{ spec.n_queries }} tokens"
