@@ -17,6 +17,7 @@ from conftest import make_question, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_marking import false_marks, gap_tolerances, page_tolerances, rounded
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 from generator.formats.web import practice_data, step_graph
 from generator.kinds.sampling import draw_options, sample_set
@@ -308,3 +309,78 @@ def test_the_papers_compile(tmp_path, run_cli):
     assert run_cli("--types", "grouped,heads", "--difficulty", "hard", "--dk", "8", "--dv", "4", "--count", 2,
                    "--seed", 1, "--pdf", "--out", tmp_path)[0] == 0
     assert (tmp_path / "answers.pdf").stat().st_size > 0 and (tmp_path / "questions.pdf").stat().st_size > 0
+
+
+PAGES = {"easy": ["--types", "grouped", "--difficulty", "easy"],
+         "medium": ["--types", "grouped,heads", "--difficulty", "medium"],
+         "hard": ["--types", "grouped,heads", "--difficulty", "hard", "--dk", "8", "--dv", "4"]}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """A practice page of each of PAGES (seed 6, 4 decimals), loaded in one Chromium."""
+    from playwright.sync_api import sync_playwright
+    from test_practice_students import marking_data
+
+    from generator.cli import main
+    opened = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        for name, args in PAGES.items():
+            out = tmp_path_factory.mktemp(f"heads-{name}")
+            assert main([*args, "--count", "2", "--seed", "6", "--practice", "--format", "html",
+                         "--out", str(out)]) == 0
+            page = browser.new_page()
+            page.errors = []
+            page.on("pageerror", lambda error, page=page: page.errors.append(str(error)))
+            page.goto((out / "practice.html").as_uri())
+            opened[name] = (page, marking_data(out / "practice.html"))
+        yield opened
+        for page, _ in opened.values():
+            assert page.errors == []
+        browser.close()
+
+
+@needs_browser
+def test_on_the_page_honest_students_are_right_and_the_slips_wrong(pages):
+    """The four honest students of test_practice_students are marked right on every cell (a
+    slip carried forward costs only its own cell); then, one grid at a time: a shared K_g read
+    off the other group's block ("the wrong head shared"), a Q_h off another head's block, and
+    a head's scores worked with the other group's K are each marked wrong."""
+    from test_practice_students import OPS, grids_of, students_marks, texts, type_and_check, work
+    said = []
+    for name, (page, problems) in pages.items():
+        for way, (right, cells, wrong, slipped) in students_marks(page, problems, 4).items():
+            assert wrong == slipped, (name, way, sorted(wrong ^ slipped)[:10])
+        for problem_id, problem in problems.items():
+            typed, keys, graph = work(problem, 4, "precise"), grids_of(problem), problem["graph"]
+            letters = {grid["name"]: key[0] for key, grid in problem["steps"].items()}
+            right = {grid: texts(m, keys[grid], 4) for grid, m in typed.items()}
+            type_and_check(page, {problem_id: right})
+            for grid in typed:
+                step = graph[grid]
+                if step["op"] == "pick":
+                    source = {**{n: np.array(m, dtype=float) for n, m in problem["given"].items()},
+                              **typed}.get(step["inputs"][0], keys.get(step["inputs"][0]))
+                    for slip in step["slips"]:
+                        wrong = OPS["pick"]({**step, **slip["change"]}, source)
+                        marks = type_and_check(page, {problem_id: {grid: texts(wrong, keys[grid], 4)}},
+                                               [[problem_id, letters[grid]]])
+                        assert "wrong" in marks[f"{problem_id} {grid}"], (problem_id, grid)
+                        assert slip["says"] in marks[f"{problem_id} ({letters[grid]})"]
+                        said.append(slip["says"].split(":")[0])
+                        type_and_check(page, {problem_id: {grid: right[grid]}})
+                elif grid.endswith(".scores") and step["inputs"][1].startswith("kv"):
+                    shared = graph[step["inputs"][1]]  # K_g as picked off K; its slip, K_other
+                    if not shared["slips"]:
+                        continue  # one key/value head: no other to take
+                    other = OPS["pick"]({**shared, **shared["slips"][0]["change"]}, typed["K"])
+                    wrong = typed[step["inputs"][0]] @ other.T  # the other group's keys
+                    marks = type_and_check(page, {problem_id: {grid: texts(wrong, keys[grid], 4)}},
+                                           [[problem_id, letters[grid]]])
+                    assert "wrong" in marks[f"{problem_id} {grid}"], (problem_id, grid)
+                    said.append("wrong K")
+                    type_and_check(page, {problem_id: {grid: right[grid]}})
+    assert {"the wrong head shared", "wrong K"} <= set(said)
+    assert any(s.startswith("this is head") for s in said)
