@@ -110,7 +110,7 @@ def _draw_params(rng, candidate, decimals):
     heads, kv_heads = candidate.heads
     w_k, w_v = (w[:, :kv_heads * (w.shape[1] // heads)] for w in (candidate.w_k, candidate.w_v))
     w_o = candidate.w_o
-    if not np.all(np.any(w_o != 0, axis=1)) and _one_hot(candidate.x):
+    if not np.all(np.any(w_o != 0, axis=1)) and _diagonal(candidate.w_q):
         rows, columns = w_o.shape
         stacked = np.tile(np.eye(columns), (-(-rows // columns), 1))[:rows]
         w_o = stacked * rng.choice(DIAGONAL_ENTRIES, (rows, 1))
@@ -124,8 +124,9 @@ def _draw_params(rng, candidate, decimals):
     return params if head is None else {**params, "head": head}
 
 
-def _one_hot(x) -> bool:
-    return bool(np.all(np.sort(x, axis=1)[:, :-1] == 0) and np.all(x.max(axis=1) == 1))
+def _diagonal(weights) -> bool:
+    """Diagonal weights (wrapped round): one nonzero entry in each column."""
+    return bool(np.all(np.count_nonzero(weights, axis=0) == 1))
 
 
 def _exact(matrix) -> tuple:
@@ -137,6 +138,9 @@ def _not_drawable(options) -> str | None:
         return "its heads' scores are not drawn to the no-calculator table; draw it with a calculator"
     if options.weights == "identity":
         return "with identity weights the shared heads' keys are zero for some tokens; use --weights integer"
+    if options.weights == "diagonal" and options.embeddings != "one-hot":
+        return ("with diagonal weights over tokens that are not one-hot, no draw passes every head's "
+                "checks; use --weights integer or decimal")
     return None
 
 

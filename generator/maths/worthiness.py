@@ -119,7 +119,8 @@ def grouped_are_readable(given: dict[str, np.ndarray], w_o: np.ndarray, heads: i
     for h, query in enumerate(np.hsplit(whole["Q"], heads)):
         kv = h // (heads // kv_heads)
         steps = attention_steps({"Q": query, "K": keys[kv], "V": values[kv]}, scale=scale)
-        if (worked and h not in worked) or (
+        if (worked and h not in worked) and all(  # given: its output shown, nothing left zero
+                _no_zero_lines(m) for m in (query, keys[kv], values[kv], steps["output"])) or (
                 all(_distinct_nonzero_rows(m) for m in (query, keys[kv], values[kv]))
                 and all(_worked(steps[name]) for name in ("scores", "weights", "output"))
                 and np.abs(steps["scaled"]).max() <= SCALED_BOUND
