@@ -14,7 +14,7 @@ import sympy
 from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
 from generator.kinds.full import PROMPTS
 from generator.kinds.heads import AND, OTHERS, Layout, multi_head_question
-from generator.kinds.sampling import DIAGONAL_ENTRIES
+from generator.kinds.sampling import DIAGONAL_ENTRIES, NO_CALCULATOR_DK
 from generator.maths.engine import run
 from generator.maths.exact import shown as shown_text
 from generator.maths.spec import FROM_EMBEDDINGS, FROM_PROJECTIONS, SpecError, one_based
@@ -99,7 +99,10 @@ def drawn_layout(one_hot: bool) -> tuple[int, int, int, int]:
 
 
 def _draw_options(options):
+    """The drawn layout's widths (without a calculator, each head's d_k as the table needs, so that
+    the type's own reason is the one given: it is drawn with a calculator only)."""
     heads, kv_heads, d_k, d_v = drawn_layout(options.embeddings == "one-hot")
+    d_k = NO_CALCULATOR_DK if options.no_calculator else d_k
     return replace(options, mask="none", d_k=heads * d_k, d_v=heads * d_v, heads=(heads, kv_heads))
 
 
@@ -135,7 +138,7 @@ def _exact(matrix) -> tuple:
 
 def _not_drawable(options) -> str | None:
     if options.no_calculator:
-        return "its heads' scores are not drawn to the no-calculator table; draw it with a calculator"
+        return "its heads' scores are not drawn to the no-calculator table: it is drawn with a calculator"
     if options.weights == "identity":
         return "with identity weights the shared heads' keys are zero for some tokens; use --weights integer"
     if options.weights == "diagonal" and options.embeddings != "one-hot":
