@@ -58,11 +58,25 @@ def torch_heads(question, heads: int, kv_heads: int):
     return out.squeeze(0), concat, concat @ tensor(steps["W_O"])
 
 
+def torch_weights(question, heads: int, kv_heads: int):
+    """Each query head's weights, softmax(scale Q_h K_g^T), K_g repeated for its group as
+    enable_gqa does."""
+    torch = torch_or_skip()
+    steps = question.named_steps()
+    q, k = (tensor(steps[n]) for n in "QK")
+    queries = q.reshape(q.shape[0], heads, -1).transpose(0, 1)
+    keys = k.reshape(k.shape[0], kv_heads, -1).transpose(0, 1).repeat_interleave(heads // kv_heads, dim=0)
+    scale = scale_of(question.spec) or queries.shape[-1] ** -0.5
+    return torch.softmax(queries @ keys.transpose(1, 2) * scale, dim=-1)
+
+
 def assert_equals_torch(question, heads: int, kv_heads: int):
     steps = question.named_steps()
     outputs, concat, projected = torch_heads(question, heads, kv_heads)
+    weights = torch_weights(question, heads, kv_heads)
     for h in range(1, heads + 1):
         assert np.allclose(steps[f"head{h}.output"].numeric, outputs[h - 1].numpy(), rtol=0, atol=1e-9)
+        assert np.allclose(steps[f"head{h}.weights"].numeric, weights[h - 1].numpy(), rtol=0, atol=1e-9)
     assert np.allclose(steps["concat"].numeric, concat.numpy(), rtol=0, atol=1e-9)
     if question.spec.params.get("places") is None:
         assert np.allclose(steps["projected"].numeric, projected.numpy(), rtol=0, atol=1e-9)
