@@ -269,7 +269,7 @@ TWO_HEADS = {"type": "heads", "X": GQA["X"], "W_Q": GQA["W_Q"], "W_K": [[0, 1, 1
     (GQA, {"heads": 3}, "heads = 3 query heads must be a multiple of kv_heads = 2 key/value heads"),
     (GQA, {"kv_heads": 4}, "must be a multiple of kv_heads = 4 key/value heads, and more"),
     (GQA, {"W_K": [[0, 1, 1], [1, 0, 1], [1, -1, 1]]},
-     "W_K has 3 columns but 2 key/value head(s) of d_k = 1 need 2 (W_Q's 4 columns over 4 query heads)"),
+     "W_K has 3 columns but 2 key/value heads of d_k = 1 need 2 (W_Q's 4 columns over 4 query heads)"),
     (GQA, {"W_O": [[1, 0, 1]] * 3}, "W_O has 3 rows but 4 query heads of d_v = 1 give 4 columns"),
     (GQA, {"head": 5}, "head must be one of 1 to 4"),
     (GQA, {"mask": "causal"}, "type grouped takes no mask"),

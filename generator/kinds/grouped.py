@@ -64,7 +64,8 @@ def _check(spec) -> str | None:
                 f"heads (expected {layout.heads} x d_k)")
     d_k = spec.d_k // layout.heads
     if d_key != layout.kv_heads * d_k:
-        return (f"{k} has {d_key} columns but {layout.kv_heads} key/value head(s) of d_k = {d_k} "
+        return (f"{k} has {d_key} column{'s' if d_key > 1 else ''} but {layout.kv_heads} key/value "
+                f"head{'s' if layout.kv_heads > 1 else ''} of d_k = {d_k} "
                 f"need {layout.kv_heads * d_k} ({q}'s {spec.d_k} columns over {layout.heads} query heads)")
     if d_value % layout.kv_heads:
         return (f"{v} has {d_value} columns, which do not split evenly into {layout.kv_heads} "
