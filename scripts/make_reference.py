@@ -48,7 +48,7 @@ KEYS = {
          "V: cross-attention)",
     "K": "instead of X and the weights: the keys directly",
     "V": "instead of X and the weights: the values directly",
-    "W_O": "the output projection of a `heads` problem (2·d_v × d_model)",
+    "W_O": "the output projection of a `heads` or `grouped` problem (h·d_v × d_model, h the (query) heads)",
     "dO": "the upstream gradient of a `backward` or `softmax-jacobian` problem (the output's "
           "shape)",
     "K_cache": "the cached keys of a `kv-cache` problem's t earlier tokens (t × d_k), with `V_cache`",
@@ -72,7 +72,6 @@ KEYS = {
 WORKED_OUT = "worked out by its question type from the problem; a file that writes it is refused"
 PARAMS = {
     "layers": "the size part's model: its layers (default 32)",
-    "kv_heads": "the size part's model: key/value heads per layer (default 8)",
     "head_dim": "the size part's model: the width of a head (default 128)",
     "context": "the size part's model: the tokens the cache holds (default 4096)",
     "bytes_per_value": "the size part's model: bytes per value, e.g. 2 for fp16 (default)",
@@ -80,7 +79,10 @@ PARAMS = {
     "row": "which query's row, counted from 1",
     "mistake": "which common mistake the worked solution makes",
     "swap": "the two tokens that swap places, e.g. `[1, 3]`",
-    "head": "`1`: work head 1 alone, head 2's output given",
+    "head": "`1`: work head 1 alone, the other heads' outputs given",
+    "heads": "how many heads: `heads` 2 to 4 (default 2); `grouped` query heads 2 to 8 (default 2)",
+    "kv_heads": "`grouped`: the key/value heads the query heads share, dividing `heads` (default 1: "
+                "multi-query); `kv-cache`: the size part's model's key/value heads per layer (default 8)",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
     "mask_parts": 'the items of the mask it asks, `["write-mask", "without-mask"]` (by default both '

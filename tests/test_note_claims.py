@@ -54,12 +54,27 @@ RUNS = {
                       "--no-calculator"],
     **{f"cross-{d}": ["--types", "cross", "--count", "6", "--seed", "41", "--difficulty", d,
                       "--decimals", "2" if d == "medium" else "4"] for d in ("easy", "medium", "hard")},
+    # many heads (three and four, one worked) and grouped queries (multi-query at easy)
+    "many-heads-2": ["--types", "heads,grouped", "--count", "4", "--seed", "41", "--difficulty", "hard",
+                     "--dk", "8", "--dv", "4", "--decimals", "2"],
+    "three-heads-4": ["--types", "heads", "--count", "2", "--seed", "42", "--difficulty", "hard",
+                      "--dk", "6", "--dv", "3"],
+    "grouped-4": ["--types", "grouped", "--count", "3", "--seed", "43"],
+    "grouped-easy-2": ["--types", "grouped", "--count", "3", "--seed", "44", "--difficulty", "easy",
+                       "--decimals", "2"],
 }
 CROSS = {"Q": [[1, 0], [0, 2]], "K": [[1, 1], [2, 0], [0, 1]], "V": [[1, 0, 1], [0, 1, 1], [1, 1, 0]]}
 D_O = {"dO": [[1, -1, 0.5], [0, 1, -1]]}
 DECODER = {"X_dec": [[1, 0, 1], [0, 2, -1]], "X_enc": [[1, 1, 0], [0, 1, 1], [1, 0, -1]],
            "W_Q": [[1, 0], [0, 1], [1, 1]], "W_K": [[1, 0], [1, -1], [0, 1]], "W_V": [[1, 0], [0, 1], [2, -1]]}
-SPECS = {  # teachers' files: cross-attention (2 queries, 3 keys), ties, a near tie
+GQA = {"type": "grouped", "heads": 4, "kv_heads": 2, "X": [[1, 0, 1], [0, 1, 1], [1, 1, 0]],
+       "W_Q": [[1, 0, 1, -1], [0, 1, 1, 1], [1, 1, 0, 0]], "W_K": [[0, 1], [1, 0], [1, -1]],
+       "W_V": [[1, 0], [0, 1], [1, 1]], "W_O": [[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 1, 1]]}
+SPECS = {  # teachers' files: cross-attention (2 queries, 3 keys), ties, a near tie; many heads
+    "heads": [GQA, {**GQA, "head": 3}, {**GQA, "heads": 2, "kv_heads": 1, "W_Q": [[1, 0], [0, 1], [1, 1]], "W_K": [[0], [1], [1]],
+                                       "W_V": [[1], [0], [2]], "W_O": [[1, 0, 1], [0, 1, 1]]},
+              {"type": "heads", "heads": 3, "Q": CROSS["V"], "K": [[0, 1, 1], [1, 0, -1], [1, 1, 1]],
+               "V": [[1, 0, 2], [0, 1, 1], [1, 1, 0]], "W_O": [[1, 0], [0, 1], [1, 1]]}],
     "cross": [CROSS, {**CROSS, "mask": "causal", "type": "masked"},
               {**CROSS, "type": "row", "row": 1}, {**CROSS, "type": "concept", "row": 1},
               {**CROSS, **D_O, "type": "backward"}, {**CROSS, **D_O, "mask": "causal", "type": "backward"},
@@ -269,7 +284,7 @@ def reading_output(p: Problem, m: re.Match, step: str) -> None:
 
 
 def sqrt_dk(p: Problem, m: re.Match, step: str) -> None:
-    width = p.shape["d_k"] // (2 if step.startswith("head") else 1)  # a head's own d_k
+    width = p.shape["d_k"] // (heads_of(p)[0] if step.startswith("head") else 1)  # a head's own d_k
     p.claim("sqrt-dk", f"d_k = {m['dk']} (is {width})", int(m["dk"]) == width)
     p.shows("sqrt-dk", m["root"], width ** 0.5, "sqrt(d_k)")
 
@@ -385,6 +400,69 @@ def permute_same(p: Problem, m: re.Match, step: str) -> None:
             and np.allclose(p.step("swapped.output"), p.step("permute-output.output")))
 
 
+def heads_of(p: Problem) -> tuple[int, int]:
+    """(query heads, key/value heads): 2 and 2 where the spec says nothing."""
+    heads = p.spec.get("heads", 2)
+    return heads, p.spec.get("kv_heads", heads)
+
+
+def kv_of(p: Problem, head: int) -> int:
+    heads, kv_heads = heads_of(p)
+    return (head - 1) // (heads // kv_heads) + 1
+
+
+def many_heads_setup(p: Problem, m: re.Match, _) -> None:
+    words = {"Two": 2, "Three": 3, "Four": 4}
+    p.claim("setup", f"{m['count']} heads", words[m["count"]] == heads_of(p)[0])
+    if m["others"]:
+        others = numbers_in(m["others"])
+        p.claim("setup", f"heads {others} given", sorted(others + [p.spec["head"]])
+                == list(range(1, heads_of(p)[0] + 1)))
+
+
+def sharing(p: Problem, text: str) -> None:
+    """Query heads 1 and 2 use K_1, V_1; query heads 3 and 4 use K_2, V_2: each query head's
+    key/value head, and the head's own K in the record that block of K."""
+    clauses = re.findall(r"[Qq]uery heads ([\d, and]+) use K_(\d+), V_(\d+)", text)
+    seen = []
+    for listing, k, v in clauses:
+        for head in numbers_in(listing):
+            seen.append(head)
+            block = p.step(f"head{head}.kv{k}.K")
+            width = block.shape[1]
+            p.claim("sharing", f"query head {head} uses K_{k}", int(k) == int(v) == kv_of(p, head)
+                    and np.allclose(block, p.step("K")[:, width * (int(k) - 1):width * int(k)]))
+    p.claim("sharing", "every query head named once", sorted(seen) == list(range(1, heads_of(p)[0] + 1)))
+
+
+def grouped_setup(p: Problem, m: re.Match, _) -> None:
+    heads, kv_heads = heads_of(p)
+    p.claim("setup", f"{m['kind']} attention, {m['hq']} over {m['kv']}", (m["kind"] == "Multi-query")
+            == (kv_heads == 1) and int(m["hq"]) == int(m["hq2"]) == heads and int(m["kv"]) == kv_heads
+            and int(m["ratio"]) == heads // kv_heads)
+    setup(p, re.match(r"(?P<tokens>\d+) (?P<d_model>\d*) (?P<head_dk>\d+) (?P<head_dv>\d+)",
+                      f"{m['tokens']} {m['d_model'] or ''} {m['head_dk']} {m['head_dv']}"), None)
+    sharing(p, m["sharing"])
+
+
+def grouped_split(p: Problem, m: re.Match, step: str) -> None:
+    sharing(p, m["sharing"])
+    p.claim("heads-split", "each query head's width and the part's marks", int(m["w"])
+            == p.shape["d_k"] // heads_of(p)[0] and int(m["marks"]) == p.part_of[step]["marks"])
+
+
+def blocks_split(p: Problem, m: re.Match, step: str) -> None:
+    """Each head takes its own block: head 1 columns 1 to 2 of Q and K and column 1 of V; ..."""
+    w, u = p.shape["d_k"] // heads_of(p)[0], p.shape["d_v"] // heads_of(p)[0]
+    spans = re.findall(r"head (\d+) columns? (\d+)(?: to (\d+))?(?: of Q and K)? and columns? (\d+)"
+                       r"(?: to (\d+))?", m["blocks"])
+    p.claim("heads-split", "every head's block", [int(s[0]) for s in spans] == list(range(1, heads_of(p)[0] + 1))
+            and all((int(a), int(b or a), int(c), int(d or c)) == (w * (h - 1) + 1, w * h, u * (h - 1) + 1, u * h)
+                    for h, a, b, c, d in ((int(s[0]), *s[1:]) for s in spans)))
+    asked = 1 if "head" in p.spec else heads_of(p)[0]
+    p.claim("heads-split", "the marks", int(m["mark"]) == p.part_of[step]["marks"] // asked)
+
+
 def heads_split(p: Problem, m: re.Match, step: str) -> None:
     d_k, d_v, mark = (int(x) for x in m.groups())
     p.claim("heads-split", "each head's widths and marks",
@@ -411,7 +489,7 @@ def setup(p: Problem, m: re.Match, _) -> None:
     s, found = p.shape, {k: int(v) for k, v in m.groupdict().items() if v and v.isdigit()}
     expected = {"tokens": s["n_queries"], "queries": s["n_queries"], "keys": s["n_keys"],
                 "d_model": s["d_model"], "d_enc": s.get("d_enc"), "d_k": s["d_k"], "d_v": s["d_v"],
-                "head_dk": s["d_k"] // 2, "head_dv": s["d_v"] // 2}
+                "head_dk": s["d_k"] // heads_of(p)[0], "head_dv": s["d_v"] // heads_of(p)[1]}
     p.claim("setup", f"sizes {found}", all(expected[k] == v for k, v in found.items()))
     if m.groupdict().get("tokens") and p.cross:
         p.claim("setup", "a cross-attention problem called a sequence of tokens", False)
@@ -459,6 +537,8 @@ def prompt(p: Problem, m: re.Match, _) -> None:
     p.claim("marks", f"part ({m['letter']}) has {m['marks']} marks",
             int(m["marks"]) == p.part_of[m["letter"]]["marks"])
     text = m["text"]
+    if (t := re.match(r"Head (\d+) \(with K_(\d+), V_(\d+)\)", text)):  # grouped queries
+        p.claim("prompt", f"head {t[1]} with K_{t[2]}", int(t[2]) == int(t[3]) == kv_of(p, int(t[1])))
     if (t := re.match(r"Which (token|key) does (token|query) (\d+) attend to most", text)):
         p.claim("prompt", f"{t[2]} {t[3]}", int(t[3]) == p.spec["row"] and (t[1], t[2]) == (
             ("key", "query") if p.cross else ("token", "token")))
@@ -526,6 +606,11 @@ SOLUTION = [
     ("permute", r"Recomputing from the swapped X gives the same matrices:$", permute_same),
     ("heads-split", r"^Head 1 takes the first (\d+) columns of Q and K and the first (\d+) of V; head 2 "
                     r"the rest \((\d+) marks? a head\)\.$", heads_split),
+    ("blocks-split", r"^Each head takes its own block: (?P<blocks>.*) \((?P<mark>\d+) marks?(?: a head)?\)\.$",
+     blocks_split),
+    ("grouped-split", r"^(?P<sharing>Query heads .*?\.) Each query head's Q_h is its block of (?P<w>\d+) "
+                      r"columns? of Q; each shared K_g, V_g the g-th block of K and V \((?P<marks>\d+) "
+                      r"marks?\)\.$", grouped_split),
     ("step-shape", r"^\*\*.+\*\* \((?P<r>\d+)×(?P<c>\d+)(?:, \d+ marks?)?\)$", step_heading),
     ("solution-heading", r"^### Solution to problem \d+$", None),
 ]
@@ -540,8 +625,15 @@ STATEMENT = [
               r"d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)\.", setup),
     ("setup", r"The rows of Q are (?P<queries>\d+) quer(?:y|ies), the rows of K and V are (?P<keys>\d+) "
               r"keys? and their values; here d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)\.", setup),
-    ("setup", r"Two-head self-attention on a sequence of (?P<tokens>\d+) tokens \(d_model = "
-              r"(?P<d_model>\d+)\).* each head has d_k = (?P<head_dk>\d+) and d_v = (?P<head_dv>\d+)\.", setup),
+    ("setup", r"(?:Two|Three|Four)-head self-attention on a sequence of (?P<tokens>\d+) tokens(?: \(d_model = "
+              r"(?P<d_model>\d+)\))?.* each head has d_k = (?P<head_dk>\d+) and d_v = (?P<head_dv>\d+)\.", setup),
+    ("many-heads", r"(?P<count>Two|Three|Four)-head self-attention .*?(?:Heads (?P<others>[\d, and]+) are "
+                   r"worked out already|$)", many_heads_setup),
+    ("grouped-setup", r"^(?P<kind>Grouped-query|Multi-query) attention on a sequence of (?P<tokens>\d+) tokens"
+                      r"(?: \(d_model = (?P<d_model>\d+)\))?: (?P<hq>\d+) query heads share .* blocks of "
+                      r"d_k = (?P<head_dk>\d+) columns? and .* \(d_v = (?P<head_dv>\d+)\)\. (?P<sharing>Query heads "
+                      r".*?\.) Why share: .* with (?P<kv>\d+) key/value heads? instead of (?P<hq2>\d+) that cache "
+                      r"is (?P<ratio>\d+) times smaller\.", grouped_setup),
     ("setup", r"A (?P<self>self|cross)-attention layer with (?:(?P<tokens>\d+) tokens|(?P<queries>\d+) "
               r"quer(?:y|ies) and (?P<keys>\d+) keys?), d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)", setup),
     ("setup", r"^One query token's row of raw attention scores \(row (?P<row>\d+) of S = QK\^T\), with "

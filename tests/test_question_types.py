@@ -200,9 +200,10 @@ def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
     ({"type": "permute", "mask": "causal"}, "type permute takes no mask"),
     ({"type": "masked"}, 'type masked needs mask = "causal"'),
     ({"type": "heads"}, "type heads needs W_O (the output projection)"),
-    ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads, and only there"),
+    ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads or grouped, and only there"),
     ({"row": 2}, "row goes with type row or concept or backward or softmax-jacobian, not full"),
-    ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k and d_v must split evenly into 2 heads"),
+    ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k must split evenly into 2 heads: W_Q and W_K have 3 "
+                                                 "columns, expected a multiple of 2"),
 ])
 def test_bad_question_specs(tmp_path, run_cli, changes, expected):
     path = tmp_path / "bad.json"
@@ -234,7 +235,7 @@ PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0
 TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"}, "backward": {},
              "softmax-jacobian": {"row": 2}, "kv-cache": {},
              "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2},
-             "cross": {}}
+             "cross": {}, "grouped": {"W_O": [[1, 0], [1, 1]]}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
            "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}
 

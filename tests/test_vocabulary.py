@@ -26,7 +26,7 @@ from generator.maths import steps
 from generator.rendering.prose import plain_maths
 
 # A plain set, and one without a calculator (a backward question's lean row): a problem of each type
-# drawable so (the kv-cache's size is a calculator's work).
+# drawable so (the kv-cache's size and grouped-query attention are a calculator's work).
 NO_CALCULATOR = draw_options("medium", no_calculator=True, mask="mixed")
 TYPES_OF = {"medium": type_names(),
             "no-calculator": tuple(t for t in type_names() if why_not_drawable(t, NO_CALCULATOR) is None)}

@@ -280,7 +280,7 @@ def plain_symbol(name: str) -> str:
     """A step's symbol as the page's messages print it, in plain text: S̃, dA, A₁ (head 1's)."""
     prefix, _, base = name.rpartition(".")
     text = plain_maths(steps.symbol(base))
-    head = re.fullmatch(r"head(\d+)", prefix)
+    head = re.fullmatch(r"(?:head|kv)(\d+)", prefix)  # head1.scores: S₁; kv1.K (shared): K₁
     return text + head[1].translate(SUBSCRIPTS) if head else text
 
 

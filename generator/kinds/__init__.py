@@ -66,7 +66,8 @@ class QuestionType:
     matrices: tuple[str, ...] = ()  # given matrices it takes besides attention's own (W_O)
     may_take: tuple[str, ...] = ()  # given matrices it reads where a file gives them (its check
                                     # says which it needs: the KV cache, or the tokens before)
-    heads: int = 0  # attention heads (a heads question's d_k splits between them)
+    heads: int = 0  # attention heads (a heads question's d_k splits between them), unless drawn otherwise
+    own_widths: bool = False  # its K may be narrower than its Q (shared heads): its check checks widths
     min_tokens: int = 1
     draw_options: Callable = _same  # DrawOptions -> what its problems are drawn with
     # (rng, candidate, decimals) -> its params' values, drawn together (a row and its places),
@@ -95,7 +96,7 @@ TYPES: dict[str, QuestionType] = {}
 # default mix draws those of them it takes (``in_default_mix``) in turn.  A type registered
 # besides them (a plugin's, a test's) comes after them, in the order registered.
 BUILT_IN = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
-            "softmax-jacobian", "cross", "kv-cache")
+            "softmax-jacobian", "cross", "kv-cache", "grouped")
 
 
 def register(kind: QuestionType) -> QuestionType:

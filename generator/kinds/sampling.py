@@ -70,6 +70,10 @@ class DrawOptions:
     # the repr (as ``given``), which an exam's codes are made from: sets drawn before stay.
     queries: tuple[int, int] | None = field(default=None, repr=False)
     given: str = field(default="X", repr=False)  # "X": the embeddings and weights; "QKV": Q, K, V
+    # The heads a type's draws split d_k into, as its ``draw_options`` sets them: (h,), or
+    # (H_q, H_kv) for grouped queries; () for a single head.  Out of the repr (and so of exam
+    # codes): it follows from the other options.
+    heads: tuple[int, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)
@@ -173,8 +177,9 @@ def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None
     if "decimal" in (options.embeddings, options.weights):
         return ("--no-calculator needs whole-number entries, not two-place decimals; use "
                 "--difficulty medium, or --embeddings integer --weights integer")
-    heads = TYPES[kind].heads
-    d_k = options_for(kind, options).d_k // heads if heads else options.d_k  # as the type draws it
+    drawn = options_for(kind, options)
+    heads = drawn.heads[0] if drawn.heads else TYPES[kind].heads
+    d_k = drawn.d_k // heads if heads else options.d_k  # as the type draws it
     if options.scale is None and d_k != NO_CALCULATOR_DK:
         where = "each head's" if heads else "the"
         how_often = "seldom" if math.isqrt(d_k) ** 2 == d_k else "never"
@@ -347,7 +352,7 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple
                                                              options.decimals):
             continue
         if options.no_calculator and not scaled_scores_in(
-                candidate, NO_CALCULATOR_EXPONENTS, TYPES[kind].heads):
+                candidate, NO_CALCULATOR_EXPONENTS, options.heads[0] if options.heads else TYPES[kind].heads):
             continue
         params = TYPES[kind].draw_params(rng, candidate, options.decimals, **shared)
         if params is not None and form and form.focus:
@@ -380,7 +385,8 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
     w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
     scale = None if options.scale is None else float(options.scale)
     valid, window = _mask_arguments(rng, mask, len(x), tokens)
-    return Candidate(x, w_q, w_k, w_v, mask, w_o, scale, x_enc=x_enc, valid=valid, window=window)
+    return Candidate(x, w_q, w_k, w_v, mask, w_o, scale, x_enc=x_enc, valid=valid, window=window,
+                     heads=options.heads)
 
 
 def _queries(rng, queries: tuple[int, int], keys: int) -> int:

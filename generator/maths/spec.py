@@ -241,7 +241,11 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     names += tuple(name for name in record if name not in names and name in known
                    and name in steps.REGISTRY)  # a further given matrix: W_O, say
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
-    _check_shapes(matrices, where)
+    # A type whose keys are narrower than its queries (grouped-query attention) checks the
+    # widths itself, once its own keys are read (``QuestionType.own_widths``).
+    kind = kinds.TYPES.get(record["type"]) if isinstance(record.get("type"), str) else None
+    own_widths = kind is not None and kind.own_widths
+    _check_shapes(matrices, where, own_widths)
     mask, valid, window, mask_matrix = _parse_mask(record, matrices, where)
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=mask, valid=valid, window=window,
                        mask_matrix=mask_matrix, scale=_parse_scale(record, where),
@@ -251,7 +255,8 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     # X_dec and X_enc) before a step of its plan that cannot be taken says what does not fit
     spec = _with_question(spec, record, where)
     try:  # every step's inputs fit, by the registry's shape rules (a step added to it, too)
-        steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
+        if not own_widths:
+            steps.shapes(steps.plan_for(spec), {name: (len(m), len(m[0])) for name, m in matrices.items()})
     except ValueError as error:
         raise SpecError(f"{where}: {error}") from None
     return spec
@@ -446,7 +451,7 @@ def _parse_entry(entry, name: str, row: int, column: int, where: str) -> sympy.E
         raise SpecError(f"{where}: {name} row {row}, column {column}: {error}") from None
 
 
-def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
+def _check_shapes(matrices: dict[str, Matrix], where: str, own_widths: bool = False) -> None:
     def rows(name):
         return len(matrices[name])
 
@@ -461,13 +466,13 @@ def _check_shapes(matrices: dict[str, Matrix], where: str) -> None:
         for weight, source in _projection_sources(matrices).items():
             require(rows(weight) == columns(source),
                     f"{weight} has {rows(weight)} rows but {source} has {columns(source)} columns")
-        require(columns("W_K") == columns("W_Q"),
+        require(own_widths or columns("W_K") == columns("W_Q"),
                 f"W_K has {columns('W_K')} columns but W_Q has {columns('W_Q')} (both are d_k)")
         sequences = [name for name in ("X", "X_dec", "X_enc") if name in matrices]
         tokens = max(rows(name) for name in sequences)
         dimensions = [columns(n) for n in (*sequences, "W_Q", "W_K", "W_V")]
     else:
-        require(columns("K") == columns("Q"),
+        require(own_widths or columns("K") == columns("Q"),
                 f"K has {columns('K')} columns but Q has {columns('Q')} (both are d_k)")
         require(rows("V") == rows("K"), f"V has {rows('V')} rows but K has {rows('K')}")
         tokens, dimensions = max(rows("Q"), rows("K")), [columns(n) for n in FROM_PROJECTIONS]

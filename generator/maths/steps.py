@@ -15,6 +15,7 @@ is one ``register`` call, and a new op one ``ops.register_op`` call.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -262,7 +263,11 @@ def concat_shape(step: StepDef, inputs: list[tuple[int, int]]) -> tuple[int, int
 
 
 def symbol(name: str, head: int | None = None) -> str:
-    """S, or S_1 for head 1's scores; an unknown name as upright text."""
+    """S, or S_1 for head 1's scores; an unknown name as upright text.  A shared key/value
+    head's K and V (kv1.K, grouped-query attention) are K_1 whichever query head reads them."""
+    shared = re.fullmatch(r"kv(\d+)\.(\w+)", name)
+    if shared:
+        return symbol(shared[2], int(shared[1]))
     step = REGISTRY.get(name)
     base = step.symbol if step and step.symbol else rf"\mathrm{{{name}}}"
     return base if head is None else f"{base}_{{{head}}}"
@@ -315,7 +320,9 @@ for _step in (
 for _step in (
     replace(given_def("W_O", "W_O"), text="the output projection"),
     StepDef("concat", "concat", ("head1.output", "head2.output"), "C",
-            "concat = [output_1, output_2]", "$C = [O_1, O_2]$",
+            "concat = [output_1, output_2]",
+            "$C = [{% for i in range(1, spec.params.get('heads', 2) + 1) %}O_{{ i }}"
+            "{{ ', ' if not loop.last else '' }}{% endfor %}]$",
             "Concatenate the heads' outputs: $C = [O_1, O_2]$."),
     StepDef("projected", "product", ("concat", "W_O"), "Y", "projected = concat W_O",
             r"$Y = C\, W_O$", r"Project the concatenation: $Y = C\, W_O$. What is its shape?",

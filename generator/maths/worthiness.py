@@ -47,6 +47,7 @@ class Candidate:
     x_enc: np.ndarray | None = None  # cross-attention: the encoder's tokens (x is the decoder's)
     valid: int | tuple[int, ...] | None = None  # a padding mask's valid lengths (masks)
     window: int | None = None  # a sliding-window mask's width
+    heads: tuple[int, ...] = ()  # the heads it is drawn for ((h,), or (H_q, H_kv)); () for one
 
     @property
     def masking(self):
@@ -130,6 +131,33 @@ def heads_are_readable(candidate: Candidate, heads: int, decimals: int) -> bool:
         outputs.append(steps["output"])
     concat = np.hstack(outputs)
     return candidate.w_o is None or (_worked(concat) and _worked(concat @ candidate.w_o))
+
+
+def grouped_are_readable(given: dict[str, np.ndarray], w_o: np.ndarray, heads: int, kv_heads: int,
+                         scale: float | None, decimals: int, worked: tuple[int, ...] = ()) -> bool:
+    """Grouped-query attention (X and W_Q, W_K, W_V, K and V narrower than Q): each query head
+    worked (from 0; every one where ``worked`` is empty: the others' outputs are given), with
+    the key/value head its group shares, passes a single head's tests, as do their K_g and V_g;
+    W_O has no zero row; C and Y are worked."""
+    whole = {name: given["X"] @ given[f"W_{name}"] for name in "QKV"}
+    keys, values = np.hsplit(whole["K"], kv_heads), np.hsplit(whole["V"], kv_heads)
+    if not _no_zero_rows(w_o):
+        return False
+    outputs = []
+    for h, query in enumerate(np.hsplit(whole["Q"], heads)):
+        kv = h // (heads // kv_heads)
+        steps = attention_steps({"Q": query, "K": keys[kv], "V": values[kv]}, scale=scale)
+        if (worked and h not in worked) and all(  # given: its output shown, nothing left zero
+                _no_zero_lines(m) for m in (query, keys[kv], values[kv], steps["output"])) or (
+                all(_distinct_nonzero_rows(m) for m in (query, keys[kv], values[kv]))
+                and all(_worked(steps[name]) for name in ("scores", "weights", "output"))
+                and np.abs(steps["scaled"]).max() <= SCALED_BOUND
+                and _readable_weights(steps["weights"], "none", decimals)):
+            outputs.append(steps["output"])
+        else:
+            return False
+    concat = np.hstack(outputs)
+    return _no_zero_lines(concat) and _worked(concat @ w_o)
 
 
 def gradients_are_worthy(steps: dict[str, np.ndarray], mask: str) -> bool:

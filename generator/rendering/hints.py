@@ -56,7 +56,8 @@ def hint_of(question, step, head: int | None, decimals: int, table_places: int |
     for _, solution in question.worked:
         for step_def, known in zip(solution.plan, solution.steps):
             if known is step:
-                inputs = [steps.symbol(name, head) for name in step_def.inputs if "." not in name]
+                inputs = [steps.symbol(name, head) for name in step_def.inputs
+                          if "." not in name or name.startswith("kv")]  # a shared kv1.K: K_1
                 symbols = dict(zip("ab", inputs), row="column" if step_def.transpose_left else "row",
                                col="row" if step_def.transpose else "column", mask=solution.spec.mask)
                 return Hint(ops.op(step_def.op).hint.how, symbols,

@@ -306,6 +306,15 @@ def _prose_file(environment: jinja2.Environment, name: str) -> str | None:
         return None
 
 
+def _shared(part, name: str) -> str:
+    """The name a head's step reads ``name`` by: a shared key/value head's (kv1.K, grouped-query
+    attention, printed K_1 whichever query head reads it), else ``name``."""
+    solution = getattr(part, "solution", None) if part is not None else None
+    if solution is None or name in solution.step_names:
+        return name
+    return next((n for n in solution.step_names if n.startswith("kv") and n.endswith("." + name)), name)
+
+
 def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
     """What prose may write: a step's symbol (a head's carries its number), the step its
     formula takes its input from, another step's formula, numbers and exact values."""
@@ -315,7 +324,7 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
 
     @jinja2.pass_context
     def sym(context, name: str) -> str:
-        return steps.symbol(name, head_of(context))
+        return steps.symbol(_shared(context.get("part"), name), head_of(context))
 
     @jinja2.pass_context
     def input_of(context, name: str) -> str:
