@@ -268,3 +268,13 @@ def test_moodle_and_canvas_mark_the_size_in_the_unit_asked(tmp_path):
         r"<varequal [^>]*>512</varequal>\s*<and>\s*<vargte [^>]*>([\d.]+)</vargte>\s*"
         r"<varlte [^>]*>([\d.]+)</varlte>", quiz).groups())
     assert low <= 512 <= high and high - low < 0.01
+
+
+def test_a_40_minute_paper_of_four_new_kinds_fits(tmp_path, run_cli):
+    """A lecturer's 50-minute sitting, 40 minutes of working: masked, cross, kv-cache and full
+    (the kv-cache shrinks by d_v and d_k; it once needed 13 minutes at its shortest)."""
+    code, _, err = run_cli("--minutes", "40", "--types", "masked,cross,kv-cache,full", "--versions", "2",
+                           "--seed", "11", "--practice", "--out", tmp_path)
+    assert code == 0, err
+    minutes = re.findall(r"about (\d+) minutes of working", (tmp_path / "questions.md").read_text())
+    assert minutes and all(int(m) <= 40 for m in minutes)

@@ -5,6 +5,7 @@ byte; the rounding student never marked wrong; the mask's slips marked wrong."""
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -74,8 +75,11 @@ def records(draw, from_embeddings=None):
         per_query = draw(st.booleans())
         record["valid"] = ([draw(st.integers(1, n_k)) for _ in range(n_q)] if per_query
                            else draw(st.integers(1, n_k)))
-    if kind == "window":
-        record["window"] = draw(st.integers(1, 4))
+    if kind == "window":  # a width from 2 to n_q - 1 (1 leaves each query itself, n_q is causal)
+        if n_q >= 3:
+            record["window"] = draw(st.integers(2, n_q - 1))
+        else:
+            record["mask"] = "causal"
     if draw(st.booleans()):
         record["scale"] = draw(st.sampled_from([1, "1/2", "1/sqrt(3)"]))
     if not allowed(record, n_q, n_k).any(axis=1).all():
@@ -205,7 +209,7 @@ FAULTS = [
     (dict(mask="padding", valid=[1, 2, 3]), "valid has 3 lengths but there are 2 queries"),
     (dict(mask="causal", valid=2), "valid goes with mask padding or causal+padding, not causal"),
     (dict(mask="window"), "mask window needs window"),
-    (dict(mask="window", window=0), "window must be a whole number from 1 to 64"),
+    (dict(mask="window", window=0), "window 0 leaves each query at most itself"),
     (dict(mask=[[0, "-inf"], [0, 0]]), "mask is 2x2 but the scores are n_q x n_k = 2 x 3"),
     (dict(mask=[[0, "-inf", 1], [0, 0, 0]]), "mask row 1, column 3: 1 is neither 0 nor -inf"),
     (dict(mask=[[0, 0, 0], ["-inf", "-inf", "-inf"]]),
@@ -224,10 +228,19 @@ def test_spec_faults_are_one_line(changes, message, tmp_path, run_cli):
 
 
 def test_a_window_past_every_key_is_refused():
-    """Three queries over two keys under a window of 1: query 3 would see key 3, which is not there."""
-    with pytest.raises(SpecError, match="query 3 sees no key"):
-        make_spec(**{**QKV, "K": [[1, 0], [0, 1]], "V": [[1], [2]], "Q": [[1, 0]] * 3,
-                     "mask": "window", "window": 1})
+    """Four queries over two keys under a window of 2: query 4 would see keys 3 and 4, not there."""
+    with pytest.raises(SpecError, match="query 4 sees no key"):
+        make_spec(**{**QKV, "K": [[1, 0], [0, 1]], "V": [[1], [2]], "Q": [[1, 0]] * 4,
+                     "mask": "window", "window": 2})
+
+
+@pytest.mark.parametrize("window, message", [
+    (1, "window 1 leaves each query at most itself (every weight 1)"),
+    (3, "window 3 on 3 queries hides nothing the causal mask does not; use a width from 2 to 2"),
+    (5, "window 5 on 3 queries hides nothing the causal mask does not")])
+def test_a_window_that_teaches_nothing_is_refused(window, message):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        make_spec(**{**QKV, "Q": [[1, 0], [0, 1], [1, 1]], "mask": "window", "window": window})
 
 
 def test_a_toml_mask_of_minus_infinity_floats_reads(tmp_path, run_cli):
@@ -237,8 +250,9 @@ def test_a_toml_mask_of_minus_infinity_floats_reads(tmp_path, run_cli):
     code, _, err = run_cli("--spec", path, "--format", "md,json", "--out", tmp_path / "out")
     assert code == 0, err
     text = (tmp_path / "out" / "answers.md").read_text()
-    assert "Cross-attention with your mask" in text and "−inf at [1,2], [2,3]." in text
-    assert "its rows are" not in text  # the part asks M: the statement does not give it away
+    assert "Cross-attention with a given mask" in text
+    assert "its rows are (0, -∞, 0), (0, 0, -∞)" in text  # the statement gives the teacher's M
+    assert "Write the mask" not in text  # so no part asks it
 
 
 SPECS = {
@@ -361,7 +375,9 @@ def test_write_the_mask_is_asked_entry_by_entry_in_every_format(tmp_path, run_cl
     grid = re.search(r'<table class="grid"[^>]*data-name="M".*?</table>', page, re.S).group(0)
     assert grid.count("<input") == 9 and "−∞</td>" not in grid and "(type −∞ as -inf)" in grid
     moodle = (out / "moodle.xml").read_text()
-    assert moodle.count(":SHORTANSWER:=0~") == 6 and moodle.count(":SHORTANSWER:=-inf~") == 3
+    # M's 9 entries, and the masked scores' 3 -inf entries typed too (shown, they would give M away)
+    assert moodle.count(":SHORTANSWER:=0~") == 6 and moodle.count(":SHORTANSWER:=-inf~") == 3 + 3
+    assert "Type -inf for −∞." in moodle
     with zipfile.ZipFile(next(out.glob("*.zip"))) as package:
         quiz = "".join(package.read(n).decode() for n in package.namelist() if n.endswith("quiz.xml"))
     assert quiz.count("<varequal respident=\"response1\">-inf</varequal>") == 2  # row 3 hides two
@@ -427,3 +443,10 @@ def test_the_page_marks_a_rounding_student_right_and_names_the_mask_slips(mask, 
     assert errors == []
     assert any("softmax over every key" in s for s in said)
     assert mask != "causal" or any("causal one transposed" in s for s in said), said
+
+
+def test_drawn_valid_lengths_alike_for_every_query_are_one_length():
+    """Key padding is said as such ("1 padding token (key 3)"), never as v = (2, 2, 2)."""
+    for question in drawn("medium", "padding", count=12):
+        valid = question.spec.valid
+        assert isinstance(valid, int) or len(set(valid)) > 1

@@ -96,7 +96,7 @@ def test_every_gap_parses_by_moodles_rules_and_weighs_as_the_paper(bank):
                 if gap["type"] == "SHORTANSWER":  # a shape, or an entry of the mask M (0 or -inf):
                     assert set(gap["fractions"]) == {1} and (all(  # every form it takes is right
                         re.fullmatch(r"\(?\d+(×| × |x| x | by |,|, )\d+\)?", a) for a in gap["answers"])
-                        or set(gap["answers"]) in ({"0", "+0", "-0", "0.0", "0.00"},
+                        or set(gap["answers"]) in ({"0", "+0", "-0", *(f"0.{'0' * k}" for k in range(1, 7))},
                                                    {"-inf", "−inf", "-∞", "−∞", "-infinity", "−infinity"}))
                     continue
                 assert sum(gap["fractions"]) == 1 and len(gap["answers"]) >= 1

@@ -178,11 +178,14 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
     choice as to one more step; a step's share is split evenly between its entries, and its
     shape where the part asks it (a SHORTANSWER gap, counted as one more entry)."""
     shares = []
+    # Where the question asks M itself, the masked scores' -inf entries are gaps too (typed as
+    # M's are): shown as given, they would give M away to a student who reads on.
+    typed = {"mask", "masking"} if any(part.task == "write-mask" for part in question.parts) else {"mask"}
     for part in question.parts:
         steps = part.written
         weights = part.answer_weights
         total = sum(weights)
-        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x) or step.kind == "mask")
+        cells = [sum(1 for x in step.numeric.flat if math.isfinite(x) or step.kind in typed)
                  + part.asks_shape for step in steps]
         shares.append([Fraction(part.marks * w, total * n) for w, n in
                        zip(weights, cells + ([1] if part.item else []))])
@@ -192,7 +195,7 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
     for part, part_shares in zip(question.parts, shares):
         weight = [int(share * factor) for share in part_shares]
         gaps[part.letter] = {
-            "steps": [(step, [[_gap(step, i, j, tolerance, weight[k])
+            "steps": [(step, [[_gap(step, i, j, tolerance, weight[k], typed)
                                 for j, tolerance in enumerate(tolerance_row)]
                                for i, tolerance_row in enumerate(tolerances.of(step).chain.tolist())])
                       for k, step in enumerate(part.written)],
@@ -207,7 +210,7 @@ def moodle_gaps(question, decimals: int) -> tuple[dict, int]:
 MINUS_INFINITY_FORMS = ("-inf", "−inf", "-∞", "−∞", "-infinity", "−infinity")
 
 
-ZERO_FORMS = ("0", "+0", "-0", "0.0", "0.00")
+ZERO_FORMS = ("0", "+0", "-0", *(f"0.{'0' * places}" for places in range(1, 7)))
 
 
 def mask_forms(step, i: int, j: int) -> tuple[str, ...]:
@@ -215,10 +218,11 @@ def mask_forms(step, i: int, j: int) -> tuple[str, ...]:
     return ZERO_FORMS if math.isfinite(step.numeric[i, j]) else MINUS_INFINITY_FORMS
 
 
-def _gap(step, i: int, j: int, tolerance: float, weight: int) -> str | None:
-    """An entry's Moodle gap: NUMERICAL; a masked score's none (it shows −∞); each entry of the
-    mask M asked itself a SHORTANSWER gap (0 or −∞), so that none tells which it is."""
-    if step.kind == "mask":
+def _gap(step, i: int, j: int, tolerance: float, weight: int, typed=("mask",)) -> str | None:
+    """An entry's Moodle gap: NUMERICAL; a masked score's none (it shows −∞) unless its kind is
+    ``typed``; each entry of the mask M asked itself a SHORTANSWER gap (0 or −∞), so that none
+    tells which it is, and a typed masked score's −∞ one too."""
+    if step.kind == "mask" or (step.kind in typed and not math.isfinite(step.numeric[i, j])):
         return fmt.cloze_shortanswer(mask_forms(step, i, j), weight)
     value = step.numeric[i, j]
     return fmt.cloze_numerical(value, tolerance, weight) if math.isfinite(value) else None

@@ -69,8 +69,7 @@ def _steps() -> tuple[StepDef, ...]:
                 why="o blends the rows of V with the new token's weights", mixed_up="V_cache"),
         StepDef("cache_size", kv_cache_ops.CACHE_SIZE, ("kv_model",), r"\mathrm{size}",
                 "size = 2 x layers x kv_heads x head_dim x tokens x bytes / unit",
-                r"$\mathrm{size} = 2 \times \text{layers} \times \text{heads} \times \text{width} "
-                r"\times \text{tokens} \times \text{bytes}$", marks=2),
+                r"$\mathrm{size}$ of the KV cache, in {{ spec.unit }}", marks=2),
     )
 
 
@@ -316,7 +315,10 @@ AFTER = {
     "kv-output": (
         r"{% set t = question.given[-1].shape[0] %}"
         r"{% if part.answer %}Check: full causal attention over all {{ t + 1 }} tokens, $X = "
-        r"[X_{\text{past}};\, x]$, gives the last row of $O$ as "
+        r"[X_{\text{past}};\, x]$ (the earlier tokens' embeddings, whose keys and values the cache "
+        r"holds, are the rows {% for row in spec.matrices['X_past'] %}$({% for x in row %}{{ x | tex }}"
+        r"{{ ', ' if not loop.last }}{% endfor %})${{ ', ' if not loop.last }}{% endfor %}), gives the "
+        r"last row of $O$ as "
         r"$({% for n in part.answer %}{{ n | num }}{{ ', ' if not loop.last }}"
         r"{% endfor %})$, which is $o$.{% else %}This $o$ is the last row of full causal attention "
         r"over all {{ t + 1 }} tokens as long as the cache holds $X_{\text{past}} W_K$ and "
@@ -334,7 +336,7 @@ register(QuestionType(
     draw_params=draw_params,
     not_drawable=lambda options: ("the cache's size multiplies numbers into the hundreds of millions, "
                                   "a calculator's work" if options.no_calculator else None),
-    in_default_mix=False, shrinks=()))
+    in_default_mix=False, shrinks=("d_v", "d_k")))
 
 
 kv_cache_ops.register()

@@ -24,7 +24,7 @@ from generator.maths.spec import SpecError
 TITLE = ("{% set kind = 'cross' if spec.cross else 'self' %}{% if spec.mask == 'causal' %}"
          "Causal {{ kind }}-attention{% else %}{{ kind | capitalize }}-attention with "
          "{{ {'padding': 'a padding mask', 'window': 'a sliding-window mask', "
-         "'causal+padding': 'causal and padding masks'}.get(spec.mask, 'your mask') }}{% endif %}")
+         "'causal+padding': 'causal and padding masks'}.get(spec.mask, 'a given mask') }}{% endif %}")
 ITEMS = ("write-mask", "without-mask")
 
 
@@ -38,7 +38,7 @@ def masked_question(spec) -> Question:
     parts = []
     for part in question.parts:
         if part.task == "masked" and "write-mask" in asked:
-            parts.append(Part("write-mask", 1, (mask_step(spec),)))
+            parts.append(Part("write-mask", 1, (mask_step(spec),), step_marks=(1,)))
         parts.append(part)
     if "without-mask" in asked:
         item, answer = without_the_mask(question)
@@ -50,6 +50,8 @@ def asked_items(spec) -> tuple[str, ...]:
     """The items the spec asks; by default both under any mask but the causal one."""
     if spec.mask_parts is not None:
         return spec.mask_parts
+    if spec.mask == "custom":  # the statement gives it: there is nothing to work out
+        return ("without-mask",)
     return () if spec.mask == "causal" else ITEMS
 
 
@@ -103,6 +105,9 @@ def read_mask_parts(value, spec, where: str) -> tuple[str, ...]:
 
 
 def _masked_only(spec) -> str | None:
+    if spec.mask == "custom" and "write-mask" in asked_items(spec):
+        return ("mask_parts write-mask asks the student to write a mask the statement gives (a "
+                "matrix of yours); ask it of a causal, padding or window mask")
     return None if spec.masked else ('type masked needs mask = "causal" or another mask: '
                                      '"padding", "window", "causal+padding" or a matrix')
 

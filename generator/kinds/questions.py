@@ -235,7 +235,8 @@ MASK_WORDS = (
     r"applies: query $i$ may attend only to keys $j$ with $i - w < j \le i$ (itself and the "
     r"{% if spec.window == 2 %}key{% else %}{{ spec.window - 1 }} keys{% endif %} before it), "
     r"never to a later one."
-    r"{% else %}Your own mask applies: it says which keys each query may attend to.{% endif %}")
+    r"{% else %}A mask applies."
+    r"{% endif %}")
 
 # Prose shared by the types: what the problem is (sizes, mask), and what to compute.
 # Cross-attention from embeddings: the decoder's tokens (the queries) over the encoder's.

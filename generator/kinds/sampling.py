@@ -74,6 +74,9 @@ class DrawOptions:
     # (H_q, H_kv) for grouped queries; () for a single head.  Out of the repr (and so of exam
     # codes): it follows from the other options.
     heads: tuple[int, ...] = field(default=(), repr=False)
+    # A later version's mask arguments, the first version's (``Form.mask_args``): its valid
+    # lengths and window width, so that every version hides as many keys.  Out of the repr.
+    mask_args: tuple | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class Form:
     focus: bool = False
     shared: tuple[tuple[str, object], ...] = ()
     queries: int | None = None  # cross-attention: the decoder's tokens (None: as the options say)
+    mask_args: tuple | None = None  # its mask's (valid lengths, window width), as every version's
 
     def options(self, options: DrawOptions) -> DrawOptions:
         """The draw options of a problem of this form."""
@@ -103,6 +107,8 @@ class Form:
             sizes["queries"] = (self.queries, self.queries)
         if self.given == "QKV":
             sizes["given"] = "QKV"
+        if self.mask_args is not None:
+            sizes["mask_args"] = self.mask_args
         return replace(options, **sizes)
 
 
@@ -111,6 +117,7 @@ def form_of(spec: ProblemSpec, form: Form | None = None) -> Form:
     kind = TYPES[spec.question]
     return replace(form or Form(), tokens=spec.n_keys, mask=spec.mask,
                    queries=spec.n_queries if spec.cross else None,
+                   mask_args=(spec.valid, spec.window) if spec.masked else None,
                    shared=tuple((name, spec.params.get(name)) for name in kind.shared))
 
 
@@ -384,7 +391,8 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
     mask = _mask_kind(rng, options.mask, tokens)
     w_o = _weights(rng, options.weights, options.d_v, options.d_model) if with_output_projection else None
     scale = None if options.scale is None else float(options.scale)
-    valid, window = _mask_arguments(rng, mask, len(x), tokens)
+    valid, window = options.mask_args if options.mask_args and mask == options.mask else (
+        _mask_arguments(rng, mask, len(x), tokens))
     return Candidate(x, w_q, w_k, w_v, mask, w_o, scale, x_enc=x_enc, valid=valid, window=window,
                      heads=options.heads)
 
@@ -421,6 +429,8 @@ def _mask_arguments(rng: np.random.Generator, mask: str, queries: int, keys: int
             valid = tuple(int(v) for v in rng.integers(2, keys + 1, size=queries))
             if min(valid) == keys:
                 valid = (*valid[:-1], keys - 1)
+            if len(set(valid)) == 1:  # one length for every query: key padding, said as such
+                valid = valid[0]
     if mask == "window":
         window = int(rng.integers(2, keys))
     return valid, window

@@ -91,7 +91,7 @@ def parse(record: dict, n_q: int, n_k: int) -> tuple[str, object, int | None, Vi
         if key not in record and kind in kinds:
             raise ValueError(f"mask {kind} needs {key} ({_WANTS[key]})")
     valid = _valid(record["valid"], n_q, n_k) if "valid" in record else None
-    window = _window(record["window"]) if "window" in record else None
+    window = _window(record["window"], n_q) if "window" in record else None
     blind = blind_query(visible(kind, n_q, n_k, valid, window, matrix))
     if blind is not None:
         raise ValueError(f"query {blind + 1} sees no key: every entry of its mask row is -inf")
@@ -141,10 +141,18 @@ def _length(value, n_k: int, key: str) -> int:
     return value
 
 
-def _window(value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 64:
-        raise ValueError(f"window must be a whole number from 1 to 64 (query i sees keys i-w+1 "
-                         f"to i), got {_shown(value)}")
+def _window(value, n_q: int) -> int:
+    """A width that both keeps a key beside the query's own (w >= 2: at 1 every weight is 1) and
+    hides one the causal mask shows (w < n_q: wider, it is the causal mask)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"window must be a whole number (query i sees keys i-w+1 to i), got {_shown(value)}")
+    if value < 2:
+        raise ValueError(f"window {value} leaves each query at most itself (every weight 1); "
+                         f"use a width of 2 or more")
+    if value >= n_q:
+        raise ValueError(f"window {value} on {n_q} queries hides nothing the causal mask does not; "
+                         + (f"use a width from 2 to {n_q - 1}, or " if n_q > 2 else "use ")
+                         + 'mask = "causal"')
     return value
 
 
