@@ -54,7 +54,7 @@ def cases():
     for label, drawn in options.items():
         for kind in type_names() if label != "hard" else ("backward",):
             if why_not_drawable(kind, drawn) is None:  # the largest work, and the table: slow
-                slow = (pytest.mark.slow if kind in ("heads", "backward") or label != "medium"
+                slow = (pytest.mark.slow if kind in ("heads", "grouped", "backward") or label != "medium"
                         else ())
                 yield pytest.param(drawn, kind, id=f"{label}-{kind}", marks=slow)
 
