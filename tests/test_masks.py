@@ -402,6 +402,9 @@ def test_the_page_marks_a_rounding_student_right_and_names_the_mask_slips(mask, 
     for problem_id, problem in problems.items():
         keys = {grid["name"]: page_matrix(grid["values"]) for grid in problem["steps"].values()}
         worked = {**problem, "steps": {k: g for k, g in problem["steps"].items() if g["name"] != "M"}}
+        if "M" in keys:  # typed as the key has it (below): the masked scores follow from it
+            worked["given"] = {**problem["given"], "M": [[None if np.isinf(x) else 0.0 for x in row]
+                                                         for row in keys["M"]]}
         typed = work(worked, decimals, "rounds")
         entries[problem_id] = {name: texts(typed[name], keys[name], decimals) if name != "M"
                                else [None if np.isinf(x) else "0" for x in keys["M"].ravel()]
@@ -450,3 +453,39 @@ def test_drawn_valid_lengths_alike_for_every_query_are_one_length():
     for question in drawn("medium", "padding", count=12):
         valid = question.spec.valid
         assert isinstance(valid, int) or len(set(valid)) > 1
+
+
+@needs_browser
+def test_a_slip_in_m_carried_into_the_masked_scores_costs_only_the_slip(tmp_path, run_cli):
+    """A student who writes a −∞ of M as 0 and adds their own M to S̃ is marked wrong at that
+    entry of M alone: Ŝ, A and O follow from their M (the page carries M forward)."""
+    from playwright.sync_api import sync_playwright
+    out = tmp_path / "page"
+    code, _, err = run_cli("--types", "masked", "--mask", "padding", "--count", "2", "--seed", "101",
+                           "--practice", "--format", "html", "--out", out)
+    assert code == 0, err
+    entries, slipped = {}, []
+    for problem_id, problem in marking_data(out / "practice.html").items():
+        keys = {grid["name"]: page_matrix(grid["values"]) for grid in problem["steps"].values()}
+        mine = keys["M"].copy()
+        hidden = tuple(np.argwhere(np.isinf(mine))[0])
+        mine[hidden] = 0.0  # the slip
+        slipped.append((f"{problem_id} M", int(np.ravel_multi_index(hidden, mine.shape))))
+        worked = {**problem, "steps": {k: g for k, g in problem["steps"].items() if g["name"] != "M"},
+                  "given": {**problem["given"], "M": [[None if np.isinf(x) else 0.0 for x in row]
+                                                      for row in mine]}}
+        typed = work(worked, 4, "rounds")
+        entries[problem_id] = {name: texts(typed[name], typed[name], 4) if name != "M"
+                               else [None if np.isinf(x) else "0" for x in mine.ravel()]
+                               for name in keys}
+        entries[problem_id]["M"] = ["-inf" if x is None else x for x in entries[problem_id]["M"]]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((out / "practice.html").as_uri())
+        marks = type_and_check(page, entries)
+        browser.close()
+    wrong = [(grid, k) for grid, row in marks.items() if not grid.endswith(")")
+             for k, mark in enumerate(row) if mark != "right"]
+    assert sorted(wrong) == sorted(slipped)

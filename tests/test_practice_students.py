@@ -84,8 +84,9 @@ OPS = {
     "product": lambda s, a, b: (a.T if s["transpose_left"] else a) @ (b.T if s["transpose"] else b),
     "blend": lambda s, a, b: a @ b,
     "scaling": lambda s, a: a * s["factor"],
-    "masking": lambda s, a: np.where(np.array(s["visible"], dtype=bool) if "visible" in s  # causal
-                                     else ~np.triu(np.ones(a.shape, dtype=bool), k=1), a, -np.inf),
+    "masking": lambda s, a, m=None: np.where(  # the student's own M where the question asks it
+        np.isfinite(m) if m is not None else np.array(s["visible"], dtype=bool) if "visible" in s
+        else ~np.triu(np.ones(a.shape, dtype=bool), k=1), a, -np.inf),  # else the mask: causal
     "softmax": lambda s, a: softmax(a, axis=0 if s["by_columns"] else 1),
     "add": lambda s, *terms: sum(terms[1:], terms[0]),
     "concat": lambda s, *parts: np.hstack(parts),

@@ -125,7 +125,7 @@ def practice_data(paper: Paper, decimals: int) -> dict:
             "answers": {part.letter: part.item.answer for part in question.parts if part.item},
             "top_of": top_choices(question),
         }
-    return {"problems": problems}
+    return {"problems": problems, "decimals": decimals}
 
 
 def top_choices(question) -> dict:
@@ -251,6 +251,8 @@ def step_graph(question) -> dict:
                                                           question.spec if prefix else None)]}
                 if step.op == "masking" and solution.spec.mask != "causal":  # the page's default
                     graph[named(step.name)]["visible"] = [list(row) for row in solution.spec.visible]
+                if step.op == "masking" and any(part.task == "write-mask" for part in question.parts):
+                    graph[named(step.name)]["inputs"].append("M")  # the student's own M, carried forward
     for pick in question.picks:
         graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
                             "columns": pick.columns,

@@ -111,8 +111,10 @@
     const step = problem.steps[table.dataset.step];
     const graph = problem.graph[step.name];
     const mine = fromOwnValues(section, problem, graph);
-    const tolerance = mine && mine.own ? step.local : step.chain;
     const expected = mine ? mine.values : step.values;
+    const tolerance = !(mine && mine.own) ? step.chain
+      : graph.op === "softmax" && !graph.by_columns ? softmaxReach(section, problem, graph, expected, step.local)
+      : step.local;
     let right = 0, total = 0, unread = 0;
     table.querySelectorAll("tr").forEach((tr, i) => {
       tr.querySelectorAll("td").forEach((td, j) => {
@@ -135,6 +137,20 @@
       if (why) messages.add(why);
     }
     return [right, total, unread];
+  }
+
+  // A row's exponentials each written to the shown decimals move its weights by up to
+  // h (1 + n a_j) / S (h half a unit): where the student's own scores make the sum S small
+  // (every score negative), more than the key's own local tolerance allows.
+  function softmaxReach(section, problem, graph, weights, tolerance) {
+    const scores = inputOf(section, problem, graph.inputs[0]).values;
+    if (!scores || scores.length !== weights.length) return tolerance;
+    const h = 0.5 * 10 ** -data.decimals;
+    return weights.map((row, i) => {
+      const e = scores[i].filter(Number.isFinite).map(Math.exp);
+      const sum = e.reduce((total, x) => total + x, 0);
+      return row.map((a, j) => Math.max(tolerance[i][j], h * (1 + e.length * a) / sum + h));
+    });
   }
 
   // What a wrong grid most likely is: one of its step's common slips (the step graph's
