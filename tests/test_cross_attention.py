@@ -99,9 +99,10 @@ def assert_steps_match_torch(solution) -> None:
         assert_multihead_attention(torch, solution)
 
 
-def assert_multihead_attention(torch, solution) -> None:
+def assert_multihead_attention(torch, solution, key_padding_mask=None) -> None:
     """torch.nn.MultiheadAttention, one head, kdim = vdim = d_enc: its projections set from W_Q^T,
-    W_K^T and W_V^T, its output projection the identity: the key's output and weights."""
+    W_K^T and W_V^T, its output projection the identity, the encoder's padding (True) hidden by
+    ``key_padding_mask``: the key's output and weights."""
     spec = solution.spec
     x_dec, x_enc, w_q, w_k, w_v = (tensor(torch, solution.step(n)) for n in
                                    ("X_dec", "X_enc", "W_Q", "W_K", "W_V"))
@@ -116,7 +117,8 @@ def assert_multihead_attention(torch, solution) -> None:
             mha.k_proj_weight.copy_(w_k.T)
             mha.v_proj_weight.copy_(w_v.T)
         mha.out_proj.weight.copy_(torch.eye(spec.d_model, dtype=torch.float64))
-        output, weights = mha(x_dec.unsqueeze(0), x_enc.unsqueeze(0), x_enc.unsqueeze(0))
+        output, weights = mha(x_dec.unsqueeze(0), x_enc.unsqueeze(0), x_enc.unsqueeze(0),
+                              key_padding_mask=key_padding_mask)
     assert close(solution.step("output").numeric, output.squeeze(0).numpy())
     assert close(solution.step("weights").numeric, weights.squeeze(0).numpy())
 
@@ -447,24 +449,8 @@ def test_a_padded_cross_spec_equals_multihead_attention_with_key_padding_mask(va
     """MultiheadAttention(kdim=vdim=d_enc) with key_padding_mask True on the encoder's padding."""
     torch = torch_or_skip()
     solution = make_solution(**README_CROSS, mask="padding", valid=valid)
-    spec = solution.spec
-    x_dec, x_enc, w_q, w_k, w_v = (tensor(torch, solution.step(n)) for n in
-                                   ("X_dec", "X_enc", "W_Q", "W_K", "W_V"))
-    mha = torch.nn.MultiheadAttention(embed_dim=spec.d_model, num_heads=1, kdim=spec.d_enc,
-                                      vdim=spec.d_enc, bias=False, batch_first=True, dtype=torch.float64)
-    with torch.no_grad():
-        if mha._qkv_same_embed_dim:
-            mha.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T], dim=0))
-        else:
-            mha.q_proj_weight.copy_(w_q.T)
-            mha.k_proj_weight.copy_(w_k.T)
-            mha.v_proj_weight.copy_(w_v.T)
-        mha.out_proj.weight.copy_(torch.eye(spec.d_model, dtype=torch.float64))
-        padding = (torch.arange(spec.n_keys) >= valid).unsqueeze(0)
-        output, weights = mha(x_dec.unsqueeze(0), x_enc.unsqueeze(0), x_enc.unsqueeze(0),
-                              key_padding_mask=padding)
-    assert close(solution.step("output").numeric, output.squeeze(0).numpy())
-    assert close(solution.step("weights").numeric, weights.squeeze(0).numpy())
+    padding = (torch.arange(solution.spec.n_keys) >= valid).unsqueeze(0)
+    assert_multihead_attention(torch, solution, key_padding_mask=padding)
 
 
 @pytest.mark.parametrize("difficulty", ["medium", "hard"])
