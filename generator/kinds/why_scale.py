@@ -53,7 +53,8 @@ def register_steps() -> None:
 def why_scale_plan() -> tuple[StepDef, ...]:
     """Attention's plan from Q, K and V (S, S̃, A, O), then the softmax of the raw scores and the
     standard deviations for the stated d_k."""
-    return (*steps.plan(("Q", "K", "V")), *(REGISTRY[name] for name in ("weights_raw", "stated_width", "spread")))
+    own = ("weights_raw", "stated_width", "spread")
+    return (*steps.plan(("Q", "K", "V")), *(REGISTRY[name] for name in own))
 
 
 def why_scale_question(spec) -> Question:
@@ -181,7 +182,8 @@ def _check(spec) -> str | None:
     if spec.from_embeddings:
         return "type why-scale gives Q, K and V (its lesson is the scores' spread), not X and the weights"
     if spec.masked:
-        return f"type why-scale takes no mask (it compares the weights with and without the scale), not {spec.mask}"
+        return (f"type why-scale takes no mask (it compares the weights with and without the scale), "
+                f"not {spec.mask}")
     if spec.scale is not None:
         return "type why-scale is about the usual scale 1/sqrt(d_k); it takes no scale"
     if spec.d_k < 2:
@@ -240,23 +242,29 @@ def _exact(matrix: np.ndarray):
 
 
 def worthy(q, k, v, decimals: int) -> bool:
-    """No zero or repeated row of Q, K or V, no constant column of V (O's would be too); both tables of weights readable (no weight shown as 0
-    or 1, no uniform or repeated row); raw scores within e^8; no zero row or column of O; and some
-    row's largest weight at least 0.1 higher without the scale."""
+    """No zero or repeated row of Q, K or V, no constant column of V (O's would be too); raw
+    scores within e^8, no row or column of them 0; both tables of weights readable (no weight
+    shown as 0 or 1, no uniform or repeated row); no zero row or column of O; and some row's
+    largest weight at least 0.1 higher without the scale."""
     if not all(_rows_apart(m) for m in (q, k, v)) or np.any(np.ptp(v, axis=0) == 0):
         return False
     steps = attention_steps({"Q": q, "K": k, "V": v})
-    raw = np.exp(steps["scores"] - steps["scores"].max(axis=1, keepdims=True))
+    scores, weights = steps["scores"], steps["weights"]
+    raw = np.exp(scores - scores.max(axis=1, keepdims=True))
     raw /= raw.sum(axis=1, keepdims=True)
-    output = steps["output"]
-    return (np.abs(steps["scores"]).max() <= RAW_BOUND and _readable(steps["weights"], decimals)
-            and _readable(raw, decimals) and np.all(np.abs(output).max(axis=1) > 1e-9)
-            and np.all(np.abs(output).max(axis=0) > 1e-9)
-            and (raw.max(axis=1) - steps["weights"].max(axis=1)).max() >= LESSON_GAP)
+    return (np.abs(scores).max() <= RAW_BOUND and _no_zero_lines(scores) and _no_zero_lines(steps["output"])
+            and _readable(weights, decimals) and _readable(raw, decimals)
+            and (raw.max(axis=1) - weights.max(axis=1)).max() >= LESSON_GAP)
+
+
+def _no_zero_lines(matrix) -> bool:
+    nonzero = np.abs(matrix) > 1e-9
+    return bool(nonzero.any(axis=0).all() and nonzero.any(axis=1).all())
 
 
 def _rows_apart(matrix) -> bool:
-    return bool(np.all(np.abs(matrix).max(axis=1) > 0)) and len({tuple(r) for r in matrix.tolist()}) == len(matrix)
+    rows = matrix.tolist()
+    return bool(np.all(np.abs(matrix).max(axis=1) > 0)) and len({tuple(r) for r in rows}) == len(rows)
 
 
 def _readable(weights, decimals: int) -> bool:
@@ -303,7 +311,8 @@ AFTER = {
     "ws-output": r"This is what PyTorch's scaled_dot_product_attention gives for $Q$, $K$ and $V$.",
 }
 CHOICE = (
-    r"{% set item = part.item %}{% if item.topic == 'variance' %}{{ choice }}{% else %}{% set kind, row, key, a, b = choice %}"
+    r"{% set item = part.item %}{% if item.topic == 'variance' %}{{ choice }}{% else %}"
+    r"{% set kind, row, key, a, b = choice %}"
     r"{% if kind == 'sharper' %}Without the scale, row {{ row + 1 }}'s largest weight (on key "
     r"{{ key + 1 }}) rises from ${{ a | num }}$ to ${{ b | num }}$: the row is nearer one-hot."
     r"{% elif kind == 'flatter' %}Without the scale, row {{ row + 1 }}'s largest weight (on key "
@@ -324,7 +333,7 @@ LESSON_KEY = (
 
 
 register(QuestionType(
-    NAME, why_scale_question, "Why scale by the square root of d_k", STATEMENT, prompts=PROMPTS,
+    NAME, why_scale_question, "Why attention scales its scores", STATEMENT, prompts=PROMPTS,
     keys={"ws-variance": answer_with_slips(DERIVATION), "ws-lesson": LESSON_KEY}, after=AFTER,
     choice=CHOICE, params=PARAMS, check=_check, min_tokens=2, draw_options=draw_options,
     draw_params=draw_params,
