@@ -21,7 +21,7 @@ import numpy as np
 import sympy
 
 from generator.kinds import GIVEN, Param, QuestionType, register, why_scale_ops
-from generator.kinds.questions import TIE, Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.questions import TIE, Part, Question, lettered, shuffled_item
 from generator.maths import steps
 from generator.maths.crosscheck import attention_steps
 from generator.maths.engine import Evaluator, Num, Step, run
@@ -72,13 +72,20 @@ def why_scale_question(spec) -> Question:
     weights, raw = solution.step("weights"), solution.step("weights_raw")
     lesson = lesson_facts(spec, weights, raw)
     parts = [Part("ws-variance", 1, item=shuffled_item("variance", VARIANCE, spec.id)),
-             part("ws-spread", "spread"),
+             part("ws-spread", "spread", answer=spread_ratio(solution.step("spread"))),
              part("ws-scores", "scores", "scaled", answer=mean_squares(spec, solution, num)),
              part("ws-weights", "weights", "weights_raw", answer=tops(weights, raw)),
              part("ws-output", "output"),
              Part("ws-lesson", 1, item=lesson_item(spec, lesson, solution.step("scores")), answer=lesson)]
     given = tuple(solution.step(n) for n in ("Q", "K", "V"))
     return Question(NAME, spec, solution, given, lettered(parts))
+
+
+def spread_ratio(spread: Step) -> tuple[Num, Num, Num]:
+    """σ(q·k) for the stated d_k, e^σ and e^1: the ratios of the weights of two scores one
+    standard deviation apart, unscaled and scaled."""
+    sd = spread.entries[0][0]
+    return sd, Num.of(sympy.exp(sd.exact)), Num.of(sympy.E)
 
 
 def mean_squares(spec, solution, num) -> tuple[Num, ...]:
@@ -294,9 +301,12 @@ PROMPTS = {
     "ws-lesson": r"Compare $A$ and $A_{\mathrm{raw}}$ row by row. Which is true of these numbers?",
 }
 AFTER = {
-    "ws-spread": r"At $d_k = {{ spec.stated_dk }}$ unscaled scores spread over several units "
-                 r"either side of 0, and $e^{s}$ of such scores differ by large factors: the softmax "
-                 r"would put nearly all of each row's weight on one key.",
+    "ws-spread": (
+        r"{% set sd, ratio, e = part.answer %}Two scores one "
+        r"standard deviation apart give weights in the ratio $e^{\sigma}$: "
+        r"$e^{\sqrt{ {{- spec.stated_dk -}} }} \approx {{ ratio | num }}$ without the scale, against "
+        r"$e^{1} \approx {{ e | num }}$ with it. Unscaled, the softmax would put nearly all of a row's "
+        r"weight on one key."),
     "ws-scores": (
         r"{% set m = part.answer %}The problem's own numbers, as a small sample: the entries of $Q$ "
         r"and $K$ have mean squares ${{ m[0] | num }}$ and ${{ m[1] | num }}$ (variance 1 about 0 "
@@ -321,20 +331,31 @@ CHOICE = (
     r"{{ key + 1 }} instead."
     r"{% else %}Nothing changes: softmax depends only on the differences between a row's scores."
     r"{% endif %}{% endif %}")
-# The lesson's key: the right choice as the paper wrote it, the slope it costs, and each slip.
-LESSON_KEY = (
-    r"{% set item = part.item %}{% set choice = item.choices[item.answer] %}{% set f = part.answer %}"
-    r"**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }})** " + CHOICE + r"{% if f[5].value < f[4].value %} "
-    r"The slope of that weight, $\partial a / \partial s = a(1 - a)$ for its own score, falls from "
-    r"${{ f[4] | num }}$ with the scale to ${{ f[5] | num }}$ without it: a softmax near one-hot passes "
-    r"back little gradient, and training through it stalls.{% endif %} Where the others go wrong:"
-    r"{% for letter, slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}"
-    r"{{ ';' if not loop.last else '.' }}{% endfor %}")
+
+
+def choice_key(why: str) -> str:
+    """Prose for a choice's key: the right choice as the paper writes it (``CHOICE``), why, and
+    the slip behind each wrong choice."""
+    return (r"{% set item = part.item %}{% set choice = item.choices[item.answer] %}"
+            r"**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }})** " + CHOICE
+            + r"{{ '.' if item.topic == 'variance' }} " + why + r" Where the others go wrong:"
+            r"{% for letter, slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) "
+            r"{{ slip }}{{ ';' if not loop.last else '.' }}{% endfor %}")
+
+
+VARIANCE_KEY = choice_key(DERIVATION)
+# The lesson's key: the slope a(1 - a) of the row's largest weight, where it falls (it does when
+# that weight is above 1/2 with the scale, as with two keys).
+LESSON_KEY = choice_key(
+    r"{% set f = part.answer %}{% if f[5].value < f[4].value %}The slope of that weight, "
+    r"$\partial a / \partial s = a(1 - a)$ for its own score, falls from ${{ f[4] | num }}$ with the "
+    r"scale to ${{ f[5] | num }}$ without it: a softmax near one-hot passes back little gradient, "
+    r"and training through it stalls.{% endif %}")
 
 
 register(QuestionType(
     NAME, why_scale_question, "Why attention scales its scores", STATEMENT, prompts=PROMPTS,
-    keys={"ws-variance": answer_with_slips(DERIVATION), "ws-lesson": LESSON_KEY}, after=AFTER,
+    keys={"ws-variance": VARIANCE_KEY, "ws-lesson": LESSON_KEY}, after=AFTER,
     choice=CHOICE, params=PARAMS, check=_check, min_tokens=2, draw_options=draw_options,
     draw_params=draw_params,
     not_drawable=lambda options: ("it compares softmax of the raw scores, whose exponentials go "
