@@ -42,7 +42,7 @@ def register_steps() -> None:
         given_def("stated_width", "d_k"),
         StepDef("spread", why_scale_ops.SPREAD, ("stated_width",), r"\sigma",
                 "sigma = (sd of q.k, sd of q.k / sqrt(d_k))",
-                r"$\sigma = (\sigma(q \cdot k),\ \sigma(q \cdot k / \sqrt{d_k}))$ for "
+                r"$(\sigma(q \cdot k),\ \sigma(q \cdot k / \sqrt{d_k}))$ for "
                 r"$d_k = {{ spec.stated_dk }}$", marks=2),
         StepDef("weights_raw", "softmax", ("scores",), r"A_{\mathrm{raw}}", "weights_raw = softmax(scores)",
                 r"$A_{\mathrm{raw}} = \operatorname{softmax}(S)$, without the scale", marks=2),
@@ -135,14 +135,15 @@ def lesson_facts(spec, weights: Step, raw: Step) -> tuple:
 
 def lesson_item(spec, facts: tuple, scores: Step):
     """The lesson as a choice: the row's largest weight rising without the scale (right), falling
-    (the weights of S/d_k, a real confusion), moving to another key, or nothing changing."""
+    (the weights of S/d_k, a real confusion), moving to another key, or nothing changing; each
+    holds the row, a key and two weights (the test checks each false of these numbers)."""
     row, top, scaled, unscaled, *_ = facts
     over_dk = _softmax(scores.numeric[row] / spec.d_k)[top]
     other = (top + 1) % spec.n_keys
     choices = [(("sharper", row, top, scaled, unscaled), ""),
                (("flatter", row, top, scaled, _float_num(over_dk)),
-                r"that is the softmax of $S/d_k$; without the scale the scores are $\sqrt{d_k}$ times "
-                r"further apart, which sharpens the softmax"),
+                r"without the scale the scores are $\sqrt{d_k}$ times further apart, which sharpens "
+                r"the softmax; dividing by $d_k$ instead of $\sqrt{d_k}$ would flatten it"),
                (("other", row, other, scaled, unscaled),
                 r"dividing a row's scores by the same positive $\sqrt{d_k}$ keeps their order, so the "
                 r"same key gets the largest weight"),
@@ -290,9 +291,9 @@ STATEMENT = (
 PROMPTS = {
     "ws-variance": r"Let $q$ and $k$ be vectors of $d_k$ entries, all independent, each of mean 0 "
                    r"and variance 1. What is the variance of the score $q \cdot k = \sum_i q_i k_i$?",
-    "ws-spread": r"A model has $d_k = {{ spec.stated_dk }}$, with $q$ and $k$ as in (a). Write "
-                 r"$\sigma = (\sigma(q \cdot k),\ \sigma(q \cdot k/\sqrt{d_k}))$: the "
-                 r"standard deviation of a score without the scale, and with it.",
+    "ws-spread": r"A model has $d_k = {{ spec.stated_dk }}$, with $q$ and $k$ as in (a). Write, in this "
+                 r"order, $\sigma(q \cdot k)$ and $\sigma(q \cdot k/\sqrt{d_k})$: the standard "
+                 r"deviation of a score without the scale, and with it.",
     "ws-scores": r"Compute the raw scores $S = QK^{\top}$ and the scaled scores $\tilde{S} = S/\sqrt{d_k}$.",
     "ws-weights": r"Apply softmax along each row to both: $A = \operatorname{softmax}(\tilde{S})$, with "
                   r"the scale, and $A_{\mathrm{raw}} = \operatorname{softmax}(S)$, without it. Show the "
@@ -320,13 +321,15 @@ AFTER = {
         r"scores $\sqrt{d_k}$ times closer together, and its weights flatten with them."),
     "ws-output": r"This is what PyTorch's scaled_dot_product_attention gives for $Q$, $K$ and $V$.",
 }
+# A choice says what happens to a row, never its numbers: those are part (d)'s answers, which
+# the question sheet must not give away; the key says them.
 CHOICE = (
     r"{% set item = part.item %}{% if item.topic == 'variance' %}{{ choice }}{% else %}"
     r"{% set kind, row, key, a, b = choice %}"
-    r"{% if kind == 'sharper' %}Without the scale, row {{ row + 1 }}'s largest weight (on key "
-    r"{{ key + 1 }}) rises from ${{ a | num }}$ to ${{ b | num }}$: the row is nearer one-hot."
-    r"{% elif kind == 'flatter' %}Without the scale, row {{ row + 1 }}'s largest weight (on key "
-    r"{{ key + 1 }}) falls from ${{ a | num }}$ to ${{ b | num }}$: the row is flatter."
+    r"{% if kind == 'sharper' %}Without the scale, row {{ row + 1 }}'s largest weight is larger: "
+    r"the row is nearer one-hot."
+    r"{% elif kind == 'flatter' %}Without the scale, row {{ row + 1 }}'s largest weight is smaller: "
+    r"the row is flatter."
     r"{% elif kind == 'other' %}Without the scale, row {{ row + 1 }} gives its largest weight to key "
     r"{{ key + 1 }} instead."
     r"{% else %}Nothing changes: softmax depends only on the differences between a row's scores."
@@ -347,7 +350,9 @@ VARIANCE_KEY = choice_key(DERIVATION)
 # The lesson's key: the slope a(1 - a) of the row's largest weight, where it falls (it does when
 # that weight is above 1/2 with the scale, as with two keys).
 LESSON_KEY = choice_key(
-    r"{% set f = part.answer %}{% if f[5].value < f[4].value %}The slope of that weight, "
+    r"{% set f = part.answer %}Here it rises from ${{ f[2] | num }}$ with the scale to "
+    r"${{ f[3] | num }}$ without it, on key {{ f[1] + 1 }}.{% if f[5].value < f[4].value %} "
+    r"The slope of that weight, "
     r"$\partial a / \partial s = a(1 - a)$ for its own score, falls from ${{ f[4] | num }}$ with the "
     r"scale to ${{ f[5] | num }}$ without it: a softmax near one-hot passes back little gradient, "
     r"and training through it stalls.{% endif %}")
