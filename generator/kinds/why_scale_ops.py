@@ -19,6 +19,7 @@ import sympy
 
 from generator.maths import ops
 from generator.maths.engine import Num, Step
+from generator.rendering import formatting as fmt
 from generator.rendering.hints import OpHint
 
 SPREAD = "spread"
@@ -81,9 +82,12 @@ def spread_seconds(step, cost) -> int:
 
 
 def spread_first(w) -> str:
-    """The hint's first line: the variance, and its square root."""
+    """The hint's first line: the variance, and its square root (in words: the page's hint lines
+    are arithmetic a calculator checks, and a root is not among it)."""
     line = w.line
-    return f"Var(q·k) = d_k = {line.d_k.exact}, so σ(q·k) = √{line.d_k.exact} {w.result(line.raw)}."
+    exact = fmt.is_exact_at(line.raw, w.decimals)
+    return (f"Var(q·k) = {line.d_k.exact}; σ(q·k) is its square root, "
+            f"{'' if exact else 'about '}{fmt.decimal_text(line.raw, w.decimals)}.")
 
 
 SPREAD_OP = ops.Op(
