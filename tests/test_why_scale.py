@@ -152,6 +152,30 @@ def test_the_typical_slips_are_marked_wrong(difficulty):
         assert wrong(question, "weights", over_dk / over_dk.sum(axis=1, keepdims=True))  # S/d_k
 
 
+@pytest.mark.parametrize("difficulty", DIFFICULTIES)
+@pytest.mark.parametrize("decimals", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_a_student_who_rounds_is_never_marked_wrong(difficulty, decimals, tmp_path):
+    """test_marking's rounding student on the page and in Moodle, and test_qti's in Canvas (its
+    import rules), over eight why-scale problems of each difficulty."""
+    import canvas_import as canvas
+    from test_marking import false_marks, rounded
+    from test_qti import numerical_items, package_of, student_values, typed
+
+    questions = solved_set(draw_options(difficulty, decimals=decimals), 17, 8, 1, ("why-scale",))
+    assert [mark for question in questions for mark in false_marks(question, decimals)] == []
+    by_id = {q.spec.id: q for q in questions}
+    mine = {pid: student_values(q, decimals) for pid, q in by_id.items()}
+    checked, refused = 0, []
+    for item, pid, letter, k, i, j in numerical_items(canvas.import_package(
+            package_of(questions, tmp_path, decimals))):
+        step = next(p for p in by_id[pid].parts if p.letter == letter).written[k - 1]
+        value = typed(mine[pid].get(id(step), rounded(step.numeric, decimals))[i, j], decimals)
+        checked += 1
+        if not canvas.accepts(item, value):
+            refused.append((item.migration_id, value))
+    assert checked == 8 * 22 and refused == []  # σ (2), S and S̃ (8), A and A_raw (8), O (4)
+
+
 def test_the_page_names_the_slips():
     from generator.formats.web import step_graph
 
