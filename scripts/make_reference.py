@@ -85,6 +85,7 @@ PARAMS = {
                 "multi-query); `kv-cache`: the size part's model's key/value heads per layer (default 8)",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
+    "stated_dk": "`why-scale`: the d_k the standard deviations of a score are asked for (default 512)",
     "mask_parts": 'the items of the mask it asks, `["write-mask", "without-mask"]` (by default both '
                   "under any mask but the causal one), `[]` for none",
 }

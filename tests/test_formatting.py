@@ -166,3 +166,13 @@ def test_a_dot_product_of_exact_numbers_checks_as_the_full_check_says(difficulty
                         taken += 1
                         assert equation.computed_checks(decimals, decimals)
     assert taken > 50
+
+
+def test_a_rational_in_disguise_rounds_its_tie_as_the_rational_it_is():
+    """A backward row's dot product 1·(89117/20000) is 4.45585 exactly, whose float is
+    4.455849999...: rounded half away from zero it is 4.4559 (the float gave 4.4558, and the
+    key's working line then did not add up on a calculator)."""
+    disguised = sympy.Mul(1, sympy.Rational(89117, 20000), evaluate=False)
+    assert not disguised.is_Rational
+    assert decimal_text(Num(disguised, 4.45585), 4) == "4.4559"
+    assert decimal_text(Num(-disguised, -4.45585), 4) == "-4.4559"

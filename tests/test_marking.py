@@ -79,6 +79,9 @@ def worked(step, inputs, spec, decimals=None):
     if step.op == "cache-size":  # 2 x layers x KV heads x head width x tokens x bytes, in the unit
         model = inputs[0][0]
         return np.array([[2 * np.prod(model[:5]) / model[5]]])
+    if step.op == "spread":  # σ(q·k) = √d_k for a stated d_k, and σ(q·k/√d_k) = 1
+        d_k = inputs[0][0, 0]
+        return np.array([[np.sqrt(d_k), 1.0]])
     raise AssertionError(f"the test's student cannot work the op {step.op!r}")
 
 

@@ -158,6 +158,9 @@ def step_interval(step, inputs, spec, decimals):
     if step.op == "cache-size":  # a product of positive whole numbers, over the unit's bytes
         low, high = inputs[0][0][0], inputs[0][1][0]
         return interval([[2 * np.prod(low[:5]) / high[5]]], [[2 * np.prod(high[:5]) / low[5]]])
+    if step.op == "spread":  # √d_k of a stated (exact) d_k, and 1
+        d_k = inputs[0][0][0][0]
+        return interval([[np.sqrt(d_k), 1.0]])
     raise AssertionError(f"no interval rule for the op {step.op!r}")
 
 

@@ -107,7 +107,10 @@ def decimal_text(num: Num, decimals: int) -> str:
     if exact is sympy.S.NegativeInfinity:
         return "-inf"
     exact_here = is_exact_at(num, decimals)
-    exact = rational_value(num) if exact_here else exact
+    # a rational in disguise (1·(89117/20000)) rounds as the rational it is: its float may fall
+    # on the wrong side of a tie (4.45585 is 4.455849999... in binary)
+    rational = rational_value(num)
+    exact = rational if rational is not None else exact
     if exact.is_Rational:
         scaled = _scaled(exact, decimals, exact_here)
         if scaled < _SCIENTIFIC_INT * 10**decimals:
