@@ -108,6 +108,8 @@ def decimal_text(num: Num, decimals: int) -> str:
         return "-inf"
     exact_here = is_exact_at(num, decimals)
     exact = rational_value(num) if exact_here else exact
+    if exact.is_Integer:  # a count or a byte size: every digit, however large (exact, never rounded)
+        return str(exact)
     if exact.is_Rational:
         scaled = _scaled(exact, decimals, exact_here)
         if scaled < _SCIENTIFIC_INT * 10**decimals:
