@@ -4,6 +4,7 @@ mistakes still are.  The student is simulated by arithmetic written here, from e
 definition (not by the engine, nor by the cross-check's numpy faces that the tolerances sit
 beside)."""
 
+import math
 import re
 from dataclasses import replace
 
@@ -79,6 +80,10 @@ def worked(step, inputs, spec, decimals=None):
     if step.op == "cache-size":  # 2 x layers x KV heads x head width x tokens x bytes, in the unit
         model = inputs[0][0]
         return np.array([[2 * np.prod(model[:5]) / model[5]]])
+    if step.op == "count":  # a sum of products: each row's factors multiplied, the rows added
+        return np.array([[sum(math.prod(int(x) for x in row) for table in inputs for row in table)]], dtype=float)
+    if step.op == "count-times":  # a layer's count times the layers
+        return np.array([[math.prod(int(x) for table in inputs for x in table.flat)]], dtype=float)
     raise AssertionError(f"the test's student cannot work the op {step.op!r}")
 
 

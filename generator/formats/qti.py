@@ -301,8 +301,6 @@ def canvas_answer(value: float, tolerance: float) -> NumericAnswer:
     the marking rule accepts: its tolerance, what keeping 4 decimals moved the key, and half a
     unit of the 4th place (Canvas rounds a typed answer to 4 places before comparing)."""
     unit = Decimal(1).scaleb(-CANVAS_PLACES)
-    if tolerance == 0 and float(value).is_integer():  # a count: the whole number, exactly
-        return NumericAnswer(*[plain(Decimal(int(value)))] * 3)
     with localcontext(prec=400):  # a float's every digit, however large (1e300 has 301)
         exact = Decimal(repr(float(value))).quantize(unit, ROUND_HALF_UP)
         need = Decimal(repr(float(tolerance))) + abs(Decimal(repr(float(value))) - exact) + unit / 2

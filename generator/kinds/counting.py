@@ -305,7 +305,7 @@ def draw_params(rng, candidate, decimals: int) -> dict:
     kv = pick([g for g in (h, h, 1, h // 2) if g and h % g == 0]) if difficulty != "easy" else h
     return {"model_dim": d, "heads": h, "kv_heads": kv, "ffn_dim": dff, "bias": bool(rng.integers(2)),
             "layers": pick(LAYERS[difficulty]), "tokens": pick(TOKENS[difficulty]),
-            "bytes_per_value": pick((2, 4) if difficulty != "hard" else (2, 2, 4)), "parts": list(PARTS)}
+            "bytes_per_value": pick((2, 4) if difficulty != "hard" else (2, 2, 4)), "parts": PARTS}
 
 
 register(QuestionType(

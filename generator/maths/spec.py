@@ -272,7 +272,8 @@ def _configured_spec(record: dict, problem_id: str, kind, where: str) -> Problem
     """The spec of a type whose problems give a configuration and no matrices (``counting``):
     its title and its own keys, and no matrix, mask or scale."""
     for key in record:
-        if key not in ("type", "title") and key not in {param.name for param in kind.params}:
+        if key not in ("type", "title") and key not in {param.name for param in kind.params} \
+                and not (key == "mask" and record[key] == "none"):  # problems.json writes it so
             raise SpecError(f"{where}: type {kind.name} takes no {key}: its problems give a "
                             f"configuration ({', '.join(param.name for param in kind.params)}), no matrices")
     return _with_question(ProblemSpec(id=problem_id, matrices={}, title=_parse_title(record, where)),
