@@ -71,7 +71,8 @@ KEYS = {
 # given step of the registry is, but a file that writes one is refused.
 WORKED_OUT = "worked out by its question type from the problem; a file that writes it is refused"
 PARAMS = {
-    "layers": "`kv-cache`: the size part's model's layers (default 32); `counting`: the layers stacked (default 6)",
+    "layers": "`kv-cache`: the size part's model's layers (default 32); `counting`: the layers stacked "
+              "(default 6)",
     "head_dim": "`kv-cache`: the size part's model's head width (default 128); `counting`: d_k (default "
                 "d_model / heads)",
     "context": "the size part's model: the tokens the cache holds (default 4096)",
@@ -90,7 +91,8 @@ PARAMS = {
     "ffn_dim": "`counting`: d_ff, the feed-forward layer's width (default 2048)",
     "tokens": "`counting`: n, the tokens read (default 128)",
     "bias": "`counting`: `true` (default): every linear map has a bias and each LayerNorm a β; `false`: none",
-    "parts": '`counting`: the parts asked, some of `["parameters", "operations", "memory", "traps"]` (default all)',
+    "parts": '`counting`: the parts asked, some of `["parameters", "operations", "memory", "traps"]` '
+             "(default all)",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
     "mask_parts": 'the items of the mask it asks, `["write-mask", "without-mask"]` (by default both '

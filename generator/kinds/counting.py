@@ -20,7 +20,7 @@ which of the four it asks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -79,7 +79,8 @@ def ffn_terms(c: Config):
 
 def norm_terms(c: Config):
     """Two LayerNorms, each γ (d_model) and, with biases, β (d_model)."""
-    return [(f"${v}_{i}$", (c.d,)) for i in (1, 2) for v in ((r"\gamma", r"\beta") if c.bias else (r"\gamma",))]
+    kinds = (r"\gamma", r"\beta") if c.bias else (r"\gamma",)
+    return [(f"${v}_{i}$", (c.d,)) for i in (1, 2) for v in kinds]
 
 
 TERMS = {
@@ -123,7 +124,8 @@ def _steps() -> tuple[StepDef, ...]:
                r"${{ 'count_softmax' | sym }}$, the scaling's and the softmax's operations"),
         _count("count_av_mult", r"M_{AV}", "multiplications of AV",
                r"${{ 'count_av_mult' | sym }}$, the multiplications of $AV$"),
-        _count("count_av_add", r"A_{AV}", "additions of AV", r"${{ 'count_av_add' | sym }}$, the additions of $AV$"),
+        _count("count_av_add", r"A_{AV}", "additions of AV",
+               r"${{ 'count_av_add' | sym }}$, the additions of $AV$"),
         _count("count_flops", r"F", "FLOPs of QK^T and AV",
                r"${{ 'count_flops' | sym }}$, the FLOPs of $QK^{\top}$ and $AV$ (a multiply-add is 2)"),
         _count("count_scores_bytes", r"B_{\mathrm{scores}}", "bytes of one layer's scores",
@@ -146,16 +148,14 @@ def register_steps() -> None:
     for step in _steps():
         steps.register(step, pipeline=False)
     for name in (*(f"{n}_terms" for n in TERMS), "count_layers", "count_kv_model"):
-        steps.register(given_def(name, r"\mathrm{" + name.replace("_", r"\_") + "}"), pipeline=False)
+        steps.register(replace(given_def(name, r"\mathrm{" + name.replace("_", r"\_") + "}"), counted=True),
+                       pipeline=False)
     for name, terms in TERMS.items():
         counting_ops.LABELS[name] = lambda spec, terms=terms: terms(Config.of(spec))
     for name, labels in SUMS.items():
         counting_ops.LABELS[name] = lambda spec, labels=labels: [(label, None) for label in labels]
     counting_ops.SLIPS.update(count_attention=attention_slips, count_norms=norm_slips,
-                              count_qk_add=lambda spec: [(_table([("", (n := Config.of(spec).n, n,
-                                                                         Config.of(spec).dk))]),
-                                                          "an entry of d_k products takes d_k − 1 "
-                                                          "additions, not d_k")])
+                              count_qk_add=additions_slips)
 
 
 def _table(terms) -> list[list[int]]:
@@ -173,6 +173,13 @@ def attention_slips(spec):
     found.append((_table([("", (c.h, c.d, c.d))] * 4), "each head's projection is d_model × d_k, "
                                                          "not d_model × d_model: the heads split d_model"))
     return found
+
+
+def additions_slips(spec):
+    """d_k additions to a score, where its d_k products take d_k - 1."""
+    c = Config.of(spec)
+    return [(_table([("", (c.n, c.n, c.dk))]),
+             "a score adds its d_k products with d_k − 1 additions, not d_k")]
 
 
 def norm_slips(spec):
@@ -207,7 +214,8 @@ def counting_question(spec) -> Question:
 
 
 def _given(name: str, rows, num) -> Step:
-    return Step(name, f"{name} (given)", "given", tuple(tuple(num(sympy.Integer(x)) for x in row) for row in rows))
+    entries = tuple(tuple(num(sympy.Integer(x)) for x in row) for row in rows)
+    return Step(name, f"{name} (given)", "given", entries)
 
 
 def params(c: Config) -> dict[str, int]:
@@ -281,7 +289,8 @@ def _check(spec) -> str | None:
                 f"{spec.model_dim} / {spec.heads}")
     kv = spec.kv_heads or spec.heads
     if kv > spec.heads or spec.heads % kv:
-        return f"kv_heads must divide heads (each shared key/value head serves as many heads): {kv} and {spec.heads}"
+        return (f"kv_heads must divide heads (each shared key/value head serves as many heads): "
+                f"{kv} and {spec.heads}")
     return None
 
 

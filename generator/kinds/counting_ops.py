@@ -70,7 +70,8 @@ def count_exact(step_def, inputs, spec, num) -> Step:
         assert sympy.Mul(*(f.exact for f in shown)) == product.exact, (step_def.name, label)
         terms.append(Term(label, shown, product))
     total = num(sympy.Add(*(t.product.exact for t in terms)))
-    return Step(step_def.name, step_def.worded(), COUNT, ((total,),), (CountWorking(0, 0, tuple(terms), total),))
+    line = CountWorking(0, 0, tuple(terms), total)
+    return Step(step_def.name, step_def.worded(), COUNT, ((total,),), (line,))
 
 
 def count_numeric(step_def, *tables, **_):

@@ -115,7 +115,8 @@ class Form:
 def form_of(spec: ProblemSpec, form: Form | None = None) -> Form:
     """The form a drawn problem has, for every other version of it to keep to."""
     kind = TYPES[spec.question]
-    return replace(form or Form(), tokens=spec.n_keys, mask=spec.mask,
+    form = form or Form()  # a problem with no matrices (a configuration) keeps the form's tokens
+    return replace(form, tokens=spec.n_keys if spec.matrices else form.tokens, mask=spec.mask,
                    queries=spec.n_queries if spec.cross else None,
                    mask_args=(spec.valid, spec.window) if spec.masked else None,
                    shared=tuple((name, spec.params.get(name)) for name in kind.shared))
@@ -251,8 +252,10 @@ def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind
     undeclared = set(params) - {param.name for param in TYPES[kind].params}
     if undeclared:  # a fault of the type's: problems.json would not record it, nor --record read it
         raise TypeError(f"type {kind} draws {', '.join(sorted(undeclared))}, not among its params")
-    matrices = {**spec.matrices, **extra} if TYPES[kind].matrices_given else extra
-    spec = replace(spec, question=kind, number=index, scale=options.scale, matrices=matrices, params=params)
+    spec = replace(spec, question=kind, number=index, scale=options.scale,
+                   matrices={**spec.matrices, **extra}, params=params)
+    if not TYPES[kind].matrices_given:  # a configuration alone: no matrix, mask nor scale of the candidate's
+        spec = replace(spec, matrices=extra, mask="none", valid=None, window=None, scale=None)
     return (projections_given(spec) if drawn.given == "QKV" else spec), candidate.identity
 
 
