@@ -15,6 +15,7 @@ import zipfile
 import numpy as np
 import pytest
 from conftest import solved_set, torch_or_skip
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -307,3 +308,44 @@ def test_a_50_minute_paper_with_full_fits(tmp_path, run_cli):
     each = [int(m) for m in re.findall(r"Counting parameters, operations and bytes \(\d+ marks, about (\d+) min",
                                        (tmp_path / "answers.md").read_text())]
     assert each and all(8 <= m <= 15 for m in each)
+
+
+@needs_browser
+def test_the_page_marks_counts_from_the_students_own_values(tmp_path):
+    """Four students type counting problems into the practice page (test_practice_students'): who
+    rounds, who keeps full precision, who slips in the attention's count and carries it into the
+    layer's and the model's; every cell is marked right but the slipped one; a head counted as
+    d_model × d_model is marked wrong and named."""
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    students.OPS.setdefault("count", lambda s, *tables: np.array([[
+        sum(math.prod(row) for row in (s.get("terms") or np.vstack(tables).tolist()))]], dtype=float))
+    students.OPS.setdefault("count-times", lambda s, *inputs: np.array([[math.prod(
+        x for m in inputs for x in np.ravel(m))]], dtype=float))
+    students.OPS.setdefault("cache-size", lambda s, m: np.array([[2 * np.prod(m[0, :5]) / m[0, 5]]]))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium", args=CHROMIUM_ARGS)
+        for difficulty in ("easy", "hard"):
+            out = tmp_path / difficulty
+            assert main(["--practice", "--types", "counting", "--count", "3", "--seed", "6", "--difficulty",
+                         difficulty, "--decimals", "2", "--format", "html", "--out", str(out)]) == 0
+            page = browser.new_page()
+            errors: list = []
+            page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
+            page.goto((out / "practice.html").as_uri())
+            problems = students.marking_data(out / "practice.html")
+            for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, 2).items():
+                assert cells >= 39 and wrong == slipped, (difficulty, way, sorted(wrong ^ slipped)[:10])
+            problem_id, problem = next(iter(problems.items()))
+            terms = next(s["change"]["terms"] for s in problem["graph"]["count_attention"]["slips"]
+                         if "not d_model × d_model" in s["says"])  # every head a d_model × d_model
+            slip = np.array([[sum(math.prod(row) for row in terms)]], dtype=float)
+            marks = students.type_and_check(page, {problem_id: {"count_attention": students.texts(
+                slip, slip, 2)}}, [[problem_id, "a"]])
+            assert marks[f"{problem_id} count_attention"] == ["wrong"], marks
+            assert "the heads split d_model" in marks[f"{problem_id} (a)"]
+            assert errors == []
+        browser.close()
