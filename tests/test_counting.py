@@ -15,9 +15,9 @@ import zipfile
 import numpy as np
 import pytest
 from conftest import solved_set, torch_or_skip
-from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 from generator.kinds.counting import PARTS
 from generator.kinds.sampling import draw_options
