@@ -23,6 +23,7 @@ from generator.kinds.counting import PARTS
 from generator.kinds.sampling import draw_options
 from generator.maths.marking import Tolerances
 from generator.maths.spec import SpecError, spec_from_record
+from generator.rendering.paper import problem_seconds
 from generator.running.pipeline import solve_checked
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,6 +106,13 @@ def test_the_heads_trap_holds_more_heads_same_parameters(h, width, bias):
     question = counted(model_dim=d, heads=h, ffn_dim=4, bias=bias, parts=["traps"])
     item = next(part.item for part in question.parts if part.task == "count-heads")
     assert item.choices[item.answer].startswith(f"It stays {same.pop()}:")
+
+
+def test_the_heads_trap_is_asked_only_where_twice_the_heads_split_d_model():
+    tasks = {part.task for part in counted(model_dim=6, heads=2, parts=["traps"]).parts}
+    assert tasks == {"count-kv", "count-growth"}  # 4 heads do not split 6
+    assert {part.task for part in counted(model_dim=8, heads=1, parts=["traps"]).parts} == {
+        "count-heads", "count-growth"}  # one head shares nothing
 
 
 def by_hand(n_q: int, n_k: int, d_k: int) -> dict[str, int]:
@@ -196,6 +204,9 @@ def test_drawn_problems_are_exact_whole_numbers_and_match_torch(difficulty):
             encoder = torch.nn.TransformerEncoderLayer(spec.model_dim, spec.heads, dim_feedforward=spec.ffn_dim,
                                                        bias=spec.bias, dropout=0)
             assert count(question, "count_layer") == numel(encoder)
+        assert 8 * 60 <= problem_seconds(question.parts) <= 15 * 60  # by hand, with a calculator
+        if difficulty == "easy":  # and without one
+            assert 8 * 60 <= problem_seconds(question.parts, calculator=False) <= 15 * 60
         for part in question.parts:  # a tolerance of nothing: a count is right or it is wrong
             for step in part.written:
                 assert not Tolerances(question, 2).of(step).chain.any()

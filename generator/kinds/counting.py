@@ -147,9 +147,10 @@ def register_steps() -> None:
     configuration in words), off the main pipeline; each count's terms named for its working."""
     for step in _steps():
         steps.register(step, pipeline=False)
-    for name in (*(f"{n}_terms" for n in TERMS), "count_layers", "count_kv_model"):
-        steps.register(replace(given_def(name, r"\mathrm{" + name.replace("_", r"\_") + "}"), counted=True),
-                       pipeline=False)
+    symbols = {f"{n}_terms": r"\mathrm{terms}" for n in TERMS} | {"count_layers": "L",
+                                                                   "count_kv_model": r"\mathrm{model}"}
+    for name, symbol in symbols.items():
+        steps.register(replace(given_def(name, symbol), counted=True), pipeline=False)
     for name, terms in TERMS.items():
         counting_ops.LABELS[name] = lambda spec, terms=terms: terms(Config.of(spec))
     for name, labels in SUMS.items():
@@ -295,7 +296,7 @@ def _check(spec) -> str | None:
 
 
 # Drawn configurations (d_model, heads, d_ff): small for easy (counted on paper), real-looking for hard.
-CONFIGS = {"easy": ((4, 1, 8), (4, 2, 8), (6, 2, 12), (8, 2, 16), (8, 2, 32), (6, 3, 12)),
+CONFIGS = {"easy": ((4, 1, 8), (4, 2, 8), (8, 4, 16), (8, 2, 16), (8, 2, 32), (6, 3, 12)),
            "medium": ((16, 2, 64), (32, 4, 128), (64, 4, 256), (32, 2, 64), (64, 8, 256)),
            "hard": ((512, 8, 2048), (768, 12, 3072), (256, 4, 1024), (1024, 16, 4096), (512, 8, 1024))}
 TOKENS = {"easy": (3, 4), "medium": (8, 10, 16, 32), "hard": (64, 128, 256, 512)}

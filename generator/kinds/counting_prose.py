@@ -69,8 +69,9 @@ AFTER = {
 def trap_choices(c, mha_attention: int) -> dict[str, tuple[tuple[str, str], ...]]:
     """The traps' choices for configuration ``c`` (``counting.Config``), the right one first, each
     with the slip behind it; ``mha_attention`` is the attention's count with a key/value head per
-    head and d_k = d_model/h."""
-    choices = {"count-heads": (
+    head and d_k = d_model/h.  The heads trap only where 2h heads split d_model too; the KV heads'
+    only where a head can share (h > 1)."""
+    choices = {} if c.d % (2 * c.h) else {"count-heads": (
         (f"It stays {mha_attention}: $W_Q$, $W_K$ and $W_V$ are $d_{{\\text{{model}}}} \\times h d_k = "
          f"{c.d} \\times {c.d}$ and $W_O$ is ${c.d} \\times {c.d}$ whatever $h$ is.", ""),
         (f"It doubles, to {2 * mha_attention}.", "each head is half as wide: $h d_k$ stays "
