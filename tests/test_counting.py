@@ -160,6 +160,38 @@ def test_the_operations_are_the_hand_rules(n, d, h):
         assert count(question, name) == value, name
 
 
+@pytest.mark.parametrize("n, d, h, kv", [(1, 4, 2, 2), (3, 8, 2, 1), (4, 6, 3, 3), (2, 12, 4, 2)])
+def test_the_projections_multiplications_are_the_hand_rules(n, d, h, kv):
+    """X W by loops, a multiplication counted each time one is made: X W_Q, X W_K, X W_V and C W_O."""
+    dk, tally = d // h, [0]
+
+    def times(rows, inner, columns):
+        for _ in range(rows):
+            for _ in range(columns):
+                for _ in range(inner):
+                    tally[0] += 1
+    for inner, columns in ((d, h * dk), (d, kv * dk), (d, kv * dk), (h * dk, d)):
+        times(n, inner, columns)
+    question = counted(model_dim=d, heads=h, kv_heads=kv, tokens=n, parts=["operations"])
+    assert count(question, "count_projections") == tally[0]
+
+
+@pytest.mark.parametrize("n, d, h, kv", [(3, 8, 2, 2), (16, 64, 4, 1), (128, 512, 8, 2)])
+def test_the_projections_are_half_a_flop_counters_linear_layers(n, d, h, kv):
+    """FlopCounterMode counts a bias-free linear layer's multiply-adds as 2 FLOPs each."""
+    torch = torch_or_skip()
+    from torch.utils.flop_counter import FlopCounterMode
+
+    layer = grouped_layer(torch, d, h, kv, d // h, bias=False)
+    x = torch.ones(n, d)
+    with FlopCounterMode(display=False) as counter:
+        for projection in layer[:3]:
+            projection(x)
+        layer[3](torch.ones(n, h * (d // h)))
+    question = counted(model_dim=d, heads=h, kv_heads=kv, tokens=n, parts=["operations"])
+    assert 2 * count(question, "count_projections") == counter.get_total_flops()
+
+
 @pytest.mark.parametrize("n, d, h", [(3, 8, 2), (16, 64, 4), (128, 512, 8)])
 def test_the_flops_are_flop_counters(n, d, h):
     """FlopCounterMode counts a matmul's m·k·n multiply-adds as 2 FLOPs each: the question's
@@ -180,9 +212,12 @@ def test_doubling_n_quadruples_the_scores_and_doubles_the_projections():
     assert count(large, "count_qk_mult") == 4 * count(small, "count_qk_mult")
     assert count(large, "count_scores_bytes") == 4 * count(small, "count_scores_bytes")
     assert count(large, "count_kv_cache") == 2 * count(small, "count_kv_cache")
+    assert count(large, "count_projections") == 2 * count(small, "count_projections")
     item = next(part.item for part in counted(model_dim=8, heads=2, tokens=3, parts=["traps"]).parts
                 if part.task == "count-growth")
-    assert item.choices[item.answer].startswith("The scores grow 4 times (18 to 72 values)")
+    projections = count(small, "count_projections")
+    assert item.choices[item.answer] == (f"The scores grow 4 times (18 to 72 values), the projections' "
+                                         f"multiplications 2 times ({projections} to {2 * projections}).")
 
 
 def test_the_scores_bytes_are_a_tensors():

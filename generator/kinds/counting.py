@@ -6,8 +6,9 @@ number worked exactly, each product written out:
 - parameters: W_Q, W_K, W_V (d_model x KV heads·d_k each with shared KV heads), W_O, their biases;
   the feed-forward layer; the two LayerNorms (γ, and β with biases); a layer; the whole model;
 - operations, for one head of one layer over n tokens: QKᵀ's multiplications (n·n·d_k) and
-  additions (n·n·(d_k − 1)), the scaling and softmax, AV's multiplications and additions, and the
-  FLOPs of the two products (a multiply-add counted as 2 FLOPs, as FLOP counters count);
+  additions (n·n·(d_k − 1)), the scaling and softmax, AV's multiplications and additions; the
+  multiplications of the whole layer's projections (XW_Q, XW_K, XW_V, CW_O); and the FLOPs of the
+  head's two products (a multiply-add counted as 2 FLOPs, as FLOP counters count);
 - memory: the scores of one layer (n·n·h values) and the KV cache (the kv-cache type's op
   ``cache-size``: 2 · layers · KV heads · head width · tokens · bytes);
 - traps, as choices: more heads at a fixed d_model leave the attention's count as it was; fewer KV
@@ -91,6 +92,8 @@ TERMS = {
                                 ("additions", (c.n, c.n - 1)), ("divisions", (c.n, c.n))],
     "count_av_mult": lambda c: [("$AV$", (c.n, c.dk, c.n))],
     "count_av_add": lambda c: [("$AV$", (c.n, c.dk, c.n - 1))],
+    "count_projections": lambda c: [("$XW_Q$", (c.n, c.d, c.h, c.dk)), ("$XW_K$", (c.n, c.d, c.kv, c.dk)),
+                                    ("$XW_V$", (c.n, c.d, c.kv, c.dk)), ("$CW_O$", (c.n, c.h, c.dk, c.d))],
     "count_flops": lambda c: [("$QK^{\\top}$", (2, c.n, c.n, c.dk)), ("$AV$", (2, c.n, c.dk, c.n))],
     "count_scores_bytes": lambda c: [("", (c.n, c.n, c.h, c.b))],
 }
@@ -126,6 +129,8 @@ def _steps() -> tuple[StepDef, ...]:
                r"${{ 'count_av_mult' | sym }}$, the multiplications of $AV$"),
         _count("count_av_add", r"A_{AV}", "additions of AV",
                r"${{ 'count_av_add' | sym }}$, the additions of $AV$"),
+        _count("count_projections", r"M_{\mathrm{proj}}", "multiplications of the layer's projections",
+               r"${{ 'count_projections' | sym }}$, the multiplications of the layer's projections"),
         _count("count_flops", r"F", "FLOPs of QK^T and AV",
                r"${{ 'count_flops' | sym }}$, the FLOPs of $QK^{\top}$ and $AV$ (a multiply-add is 2)"),
         _count("count_scores_bytes", r"B_{\mathrm{scores}}", "bytes of one layer's scores",
@@ -138,7 +143,7 @@ def _steps() -> tuple[StepDef, ...]:
 
 GROUPS = {"parameters": ("count_attention", "count_ffn", "count_norms", "count_layer", "count_model"),
           "operations": ("count_qk_mult", "count_qk_add", "count_softmax", "count_av_mult", "count_av_add",
-                         "count_flops"),
+                         "count_projections", "count_flops"),
           "memory": ("count_scores_bytes", "count_kv_cache")}
 
 

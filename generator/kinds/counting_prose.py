@@ -31,8 +31,10 @@ PROMPTS = {
         r"For one head of one layer: count the multiplications and the additions of $QK^{\top}$ "
         r"($n \times n$ scores, each a dot product of length $d_k$); the operations of the scaling and the "
         r"softmax (a scaling and an exponential per score, the additions of each row's sum, a division "
-        r"per weight); the multiplications and the additions of $AV$; and the FLOPs of the two products "
-        r"$QK^{\top}$ and $AV$, counting a multiply-add as 2 FLOPs (as FLOP counters do)."),
+        r"per weight); the multiplications and the additions of $AV$; the multiplications of the whole "
+        r"layer's projections, $XW_Q$, $XW_K$, $XW_V$ and the heads' outputs side by side, $C$, times "
+        r"$W_O$; and the FLOPs of the head's two products $QK^{\top}$ and $AV$, counting a multiply-add "
+        r"as 2 FLOPs (as FLOP counters do)."),
     "count-memory": (
         r"Count the bytes of the attention scores of one layer ($n \times n$ for each of the $h$ heads), "
         r"and of the KV cache: every layer's keys and values of all $n$ tokens, for each key/value head."),
@@ -48,8 +50,8 @@ PROMPTS = {
         r"{{ kv }} key/value head{{ 's' if kv != 1 }} change?{% endif %}"),
     "count-growth": (
         r"The input grows from $n = {{ spec.tokens }}$ to ${{ 2 * spec.tokens }}$ tokens. How do a layer's "
-        r"attention scores ($h \cdot n^2$ values) and the multiplications of its projections $Q = XW_Q$, "
-        r"$K = XW_K$, $V = XW_V$ grow?"),
+        r"attention scores ($h \cdot n^2$ values) and the multiplications of its projections ($XW_Q$, "
+        r"$XW_K$, $XW_V$ and $CW_O$) grow?"),
 }
 AFTER = {
     "count-parameters": (
@@ -95,7 +97,7 @@ def trap_choices(c, mha_attention: int) -> dict[str, tuple[tuple[str, str], ...]
                       "$W_K$"),
             ("Every projection, $W_Q$ and $W_O$ too, shrinks by the same factor.",
              "every head keeps its own queries: $W_Q$ and $W_O$ are as they were"))
-    scores, projections = c.h * c.n * c.n, c.n * c.d * (c.h + 2 * c.kv) * c.dk
+    scores, projections = c.h * c.n * c.n, c.n * c.d * (c.h + 2 * c.kv) * c.dk + c.n * c.h * c.dk * c.d
     choices["count-growth"] = (
         (f"The scores grow 4 times ({scores} to {4 * scores} values), the projections' multiplications "
          f"2 times ({projections} to {2 * projections}).", ""),
