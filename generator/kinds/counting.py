@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import sympy
 
 from generator.kinds import Param, QuestionType, counting_ops, kv_cache_ops, register
-from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT
+from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, trap_choices
 from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths import steps
 from generator.maths.engine import Evaluator, Step, run
@@ -174,7 +174,7 @@ def attention_slips(spec):
     found = [(_table(attention_terms(c)[:4]), "the biases are missing: b_Q, b_K, b_V and b_O are "
                                               "parameters too")] if c.bias else []
     if c.kv != c.h:
-        found.append((_table(attention_terms(Config(**{**c.__dict__, "kv": c.h}))),
+        found.append((_table(attention_terms(replace(c, kv=c.h))),
                       f"W_K and W_V have {c.kv} key/value head{'s' if c.kv != 1 else ''}, not {c.h}"))
     found.append((_table([("", (c.h, c.d, c.d))] * 4), "each head's projection is d_model × d_k, "
                                                          "not d_model × d_model: the heads split d_model"))
@@ -211,7 +211,7 @@ def counting_question(spec) -> Question:
     parts = [Part(f"count-{group}", sum(REGISTRY[n].marks for n in GROUPS[group]),
                   tuple(solution.step(n) for n in GROUPS[group]),
                   step_marks=tuple(REGISTRY[n].marks for n in GROUPS[group]), notes=False,
-                  answer=facts(group, c))
+                  answer=facts(group, c, solution))
              for group in spec.parts if group in GROUPS]
     if "traps" in spec.parts:
         parts += [Part(topic, 1, item=shuffled_item(topic, reasons, spec.id))
@@ -224,32 +224,30 @@ def _given(name: str, rows, num) -> Step:
     return Step(name, f"{name} (given)", "given", entries)
 
 
-def params(c: Config) -> dict[str, int]:
-    """The parameter counts, worked apart from the engine's terms: a module at a time."""
-    attention = c.d * (c.h + 2 * c.kv) * c.dk + c.h * c.dk * c.d + (c.h + 2 * c.kv) * c.dk + c.d if c.bias \
-        else c.d * (c.h + 2 * c.kv) * c.dk + c.h * c.dk * c.d
-    ffn = 2 * c.d * c.dff + (c.dff + c.d if c.bias else 0)
-    norms = 2 * c.d * (2 if c.bias else 1)
-    return {"attention": attention, "ffn": ffn, "norms": norms, "layer": attention + ffn + norms}
+def attention_parameters(c: Config) -> int:
+    """The attention sublayer's parameters, for the traps' other layers (the heads doubled): the
+    four weights, and with biases a value per output column of each."""
+    columns = (c.h + 2 * c.kv) * c.dk  # of W_Q, W_K and W_V together
+    return c.d * columns + c.h * c.dk * c.d + ((columns + c.d) if c.bias else 0)
 
 
-def facts(group: str, c: Config) -> tuple:
-    """What the key's notes say of a part, from the configuration's own numbers."""
+def facts(group: str, c: Config, solution) -> tuple:
+    """What the key's notes say of a part, read off the part's own counts."""
+    def value(name: str) -> int:
+        return int(solution.step(name).entries[0][0].exact)
+
     if group == "parameters":
-        p = params(c)
-        return (round(100 * p["ffn"] / p["layer"]), round(100 * p["attention"] / p["layer"]))
+        layer = value("count_layer")
+        return round(100 * value("count_ffn") / layer), round(100 * value("count_attention") / layer)
     if group == "operations":
-        return (c.n * c.n * c.dk, c.n * c.n * (c.dk - 1))
-    scores, cache = c.n * c.n * c.h * c.b, 2 * c.layers * c.kv * c.dk * c.n * c.b
-    return (2 * c.n, 4 * scores, 2 * cache)
+        return value("count_qk_mult"), value("count_qk_add")
+    return 2 * c.n, 4 * value("count_scores_bytes"), 2 * value("count_kv_cache")
 
 
 def traps(c: Config) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The choices, each (text, the slip behind it), the right one first."""
-    from generator.kinds.counting_prose import trap_choices  # prose: words and the numbers in them
-
-    return trap_choices(c, mha_attention=params(Config(c.d, c.h, c.h, c.d // c.h, c.dff, c.bias, c.layers,
-                                                       c.n, c.b))["attention"])
+    """The choices, each (text, the slip behind it), the right one first; the heads trap's count
+    is a multi-head layer's (a key/value head per head, d_k = d_model/h)."""
+    return trap_choices(c, mha_attention=attention_parameters(replace(c, kv=c.h, dk=c.d // c.h)))
 
 
 # The configuration's keys: whole numbers in their ranges, biases on or off, the parts asked.
