@@ -395,3 +395,13 @@ def test_the_page_marks_counts_from_the_students_own_values(tmp_path):
             assert "the heads split d_model" in marks[f"{problem_id} (a)"]
             assert errors == []
         browser.close()
+
+
+def test_a_short_paper_asks_the_lean_part_set(tmp_path, run_cli):
+    """--minutes too short for every part: the operations are left out (``parts`` says so, and the
+    record draws it again so)."""
+    code, _, err = run_cli("--minutes", "8", "--types", "counting", "--seed", "2", "--out", tmp_path)
+    assert code == 0, err
+    problem = json.loads((tmp_path / "problems.json").read_text())["problems"][0]
+    assert problem["spec"]["parts"] == ["parameters", "memory", "traps"]
+    assert not any(name.startswith("count_qk") for name in problem["steps"])

@@ -36,6 +36,7 @@ from generator.maths.steps import REGISTRY, StepDef, given_def
 
 NAME = "counting"
 PARTS = ("parameters", "operations", "memory", "traps")
+LEAN = ("parameters", "memory", "traps")  # what a paper short of time asks (--minutes): no operations
 
 
 @dataclass(frozen=True)
@@ -328,7 +329,8 @@ register(QuestionType(
     not_drawable=lambda options: ("counts of a real-sized layer multiply numbers into the millions, a "
                                   "calculator's work: ask --difficulty easy" if options.no_calculator
                                   and options.difficulty != "easy" else None),
-    in_default_mix=False, shrinks=()))
+    in_default_mix=False, shrinks=("focus",),
+    focus=lambda rng, candidate, params, decimals: {"parts": LEAN}))
 
 
 counting_ops.register()
