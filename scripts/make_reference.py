@@ -71,18 +71,28 @@ KEYS = {
 # given step of the registry is, but a file that writes one is refused.
 WORKED_OUT = "worked out by its question type from the problem; a file that writes it is refused"
 PARAMS = {
-    "layers": "the size part's model: its layers (default 32)",
-    "head_dim": "the size part's model: the width of a head (default 128)",
+    "layers": "`kv-cache`: the size part's model's layers (default 32); `counting`: the layers stacked "
+              "(default 6)",
+    "head_dim": "`kv-cache`: the size part's model's head width (default 128); `counting`: d_k (default "
+                "d_model / heads)",
     "context": "the size part's model: the tokens the cache holds (default 4096)",
-    "bytes_per_value": "the size part's model: bytes per value, e.g. 2 for fp16 (default)",
+    "bytes_per_value": "bytes per stored value, e.g. 2 for fp16 (default)",
     "unit": '`"bytes"`, `"KiB"`, `"MiB"` (default), `"GiB"`, `"KB"`, `"MB"` or `"GB"`: the size asked in',
     "row": "which query's row, counted from 1",
     "mistake": "which common mistake the worked solution makes",
     "swap": "the two tokens that swap places, e.g. `[1, 3]`",
     "head": "`1`: work head 1 alone, the other heads' outputs given",
-    "heads": "how many heads: `heads` 2 to 4 (default 2); `grouped` query heads 2 to 8 (default 2)",
+    "heads": "how many heads: `heads` 2 to 4 (default 2); `grouped` query heads 2 to 8 (default 2); "
+             "`counting`: the layer's heads (default 8)",
     "kv_heads": "`grouped`: the key/value heads the query heads share, dividing `heads` (default 1: "
-                "multi-query); `kv-cache`: the size part's model's key/value heads per layer (default 8)",
+                "multi-query); `kv-cache`: the size part's model's key/value heads per layer (default 8); "
+                "`counting`: the layer's key/value heads, dividing `heads` (default: as many as `heads`)",
+    "model_dim": "`counting`: d_model (default 512)",
+    "ffn_dim": "`counting`: d_ff, the feed-forward layer's width (default 2048)",
+    "tokens": "`counting`: n, the tokens read (default 128)",
+    "bias": "`counting`: `true` (default): every linear map has a bias and each LayerNorm a β; `false`: none",
+    "parts": '`counting`: the parts asked, some of `["parameters", "operations", "memory", "traps"]` '
+             "(default all)",
     "places": "`2`: the row of weights given to two places (as without a calculator)",
     "ask": 'its choice parts, e.g. `["why-scale", "ignored-key"]`; `[]` for none',
     "stated_dk": "`why-scale`: the d_k the standard deviations of a score are asked for (default 512)",

@@ -124,17 +124,21 @@ def test_a_float_is_rounded_half_away_from_zero_as_decimal_rounds_it(value, deci
 @example(Fraction(1, 20000), 4).via("a tie, half away from zero")
 @example(Fraction(-1, 20000), 4).via("a negative tie")
 @example(Fraction(99_999_999_999, 10**4), 4).via("just below scientific notation")
-@example(Fraction(10**11, 10**4), 4).via("scientific notation")
+@example(Fraction(10**11 + 1, 10**4), 4).via("scientific notation")
+@example(Fraction(10**11, 10**4), 4).via("a whole number in full")
 def test_a_rational_is_written_as_decimal_writes_it(value, decimals):
     """The quick path in whole numbers gives what Decimal's quantize gave: exact and
     stripped of trailing zeros when the denominator divides 10^decimals, else rounded half
-    away from zero; from 10^7 on, scientific notation."""
+    away from zero; from 10^7 on, scientific notation, but for a whole number, written in full
+    (a count of parameters or bytes, exact)."""
     number = sympy.Rational(value.numerator, value.denominator)
     exact_here = 10**decimals % number.q == 0
     decimal = Decimal(number.p) / Decimal(number.q)
     if not exact_here:
         decimal = Decimal(round_half_away(value * 10**decimals)).scaleb(-decimals)
-    if abs(decimal) >= 10**7:
+    if number.is_Integer:
+        expected = str(number)
+    elif abs(decimal) >= 10**7:
         expected = f"{decimal:.{decimals}e}"
     else:
         expected = f"{decimal.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP):f}"

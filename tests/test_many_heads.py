@@ -273,7 +273,7 @@ TWO_HEADS = {"type": "heads", "X": GQA["X"], "W_Q": GQA["W_Q"], "W_K": [[0, 1, 1
     (GQA, {"W_O": [[1, 0, 1]] * 3}, "W_O has 3 rows but 4 query heads of d_v = 1 give 4 columns"),
     (GQA, {"head": 5}, "head must be one of 1 to 4"),
     (GQA, {"mask": "causal"}, "type grouped takes no mask"),
-    (TWO_HEADS, {"kv_heads": 2}, "kv_heads goes with type kv-cache or grouped, not heads"),
+    (TWO_HEADS, {"kv_heads": 2}, "kv_heads goes with type kv-cache or grouped or counting, not heads"),
     (TWO_HEADS, {"heads": 3}, "d_k must split evenly into 3 heads: W_Q and W_K have 4 columns, "
                               "expected a multiple of 3"),
     (TWO_HEADS, {"heads": 1}, "heads must be a whole number from 2 to 4, got 1"),

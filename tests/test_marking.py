@@ -4,6 +4,7 @@ mistakes still are.  The student is simulated by arithmetic written here, from e
 definition (not by the engine, nor by the cross-check's numpy faces that the tolerances sit
 beside)."""
 
+import math
 import re
 from dataclasses import replace
 
@@ -82,6 +83,10 @@ def worked(step, inputs, spec, decimals=None):
     if step.op == "spread":  # σ(q·k) = √d_k for a stated d_k, and σ(q·k/√d_k) = 1
         d_k = inputs[0][0, 0]
         return np.array([[np.sqrt(d_k), 1.0]])
+    if step.op == "count":  # a sum of products: each row's factors multiplied, the rows added
+        return np.array([[sum(math.prod(int(x) for x in row) for table in inputs for row in table)]], dtype=float)
+    if step.op == "count-times":  # a layer's count times the layers
+        return np.array([[math.prod(int(x) for table in inputs for x in table.flat)]], dtype=float)
     raise AssertionError(f"the test's student cannot work the op {step.op!r}")
 
 

@@ -182,6 +182,8 @@ def reaches(question, decimals) -> dict:
                 mine[step.name] = written[name]
             elif step_def.is_given or id(step) in shown:
                 mine[step.name] = read(step.numeric, decimals)
+            elif step_def.counted:  # a count of the configuration's whole numbers: nothing is rounded
+                mine[step.name] = written[name] = interval(step.numeric)
             else:
                 low, high = step_interval(step_def, [mine[i] for i in step_def.inputs],
                                           solution.spec, decimals)

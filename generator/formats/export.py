@@ -24,6 +24,7 @@ from generator.kinds.questions import Question
 from generator.maths import masks
 from generator.maths.exact import to_float
 from generator.maths.spec import ProblemSpec
+from generator.maths.steps import REGISTRY
 from generator.rendering.formatting import exact_text
 from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.sinks import IN_MEMORY, Sink
@@ -104,8 +105,7 @@ def problem_record(question: Question, version: int = 1, number: int = 1) -> dic
         "parts": [{"part": part.letter, "task": part.task, "marks": part.marks,
                    "steps": [_name_in(steps, step) for step in part.steps]} for part in question.parts],
         "formulas": {name: step.formula for name, step in steps.items()},
-        "steps": {name: [[_float_or_null(n.value) for n in row] for row in step.entries]
-                  for name, step in steps.items()},
+        "steps": {name: _values(step) for name, step in steps.items()},
         "exact": {name: [[exact_text(n) for n in row] for row in step.entries]
                   for name, step in steps.items()},
     }
@@ -168,6 +168,15 @@ def _spec_entry(value: sympy.Expr):
         if Fraction(repr(number)) == Fraction(value.p, value.q):
             return number  # a short decimal such as 0.25, written as the teacher typed it
     return str(value)
+
+
+def _values(step) -> list[list]:
+    """A step's entries as JSON numbers: a count's as whole numbers (ints, every digit), any
+    other's as floats (null for -inf)."""
+    known = REGISTRY.get(step.name)
+    if known is not None and known.counted:
+        return [[int(n.exact) for n in row] for row in step.entries]
+    return [[_float_or_null(n.value) for n in row] for row in step.entries]
 
 
 def _float_or_null(value: float) -> float | None:

@@ -274,7 +274,9 @@ def _slip(change: dict, says: str, named) -> dict:
 
 def _factor(step, spec) -> float:
     """What a scaling step multiplies by: the problem's scale (else 1/sqrt(d_k)), or a
-    mistake's 1 or 1/d_k."""
+    mistake's 1 or 1/d_k (1 for a problem with no matrices, which scales nothing)."""
+    if not spec.d_k:
+        return 1.0
     usual = 1 / math.sqrt(spec.d_k) if spec.scale is None else float(spec.scale)
     return {"one": 1.0, "one-over-dk": 1 / spec.d_k}.get(step.factor, usual)
 

@@ -69,6 +69,9 @@ class QuestionType:
     heads: int = 0  # attention heads (a heads question's d_k splits between them), unless drawn otherwise
     own_widths: bool = False  # its K may be narrower than its Q (shared heads): its check checks widths
     min_tokens: int = 1
+    # Its problems give attention's matrices (X and the weights, or Q, K, V); False: a configuration
+    # alone, its params (a counting question's layer), and no matrix at all.
+    matrices_given: bool = True
     draw_options: Callable = _same  # DrawOptions -> what its problems are drawn with
     # (rng, candidate, decimals) -> its params' values, drawn together (a row and its places),
     # as ``params`` holds them, and "matrices" its own given ones (dO); None draws again
@@ -96,7 +99,7 @@ TYPES: dict[str, QuestionType] = {}
 # default mix draws those of them it takes (``in_default_mix``) in turn.  A type registered
 # besides them (a plugin's, a test's) comes after them, in the order registered.
 BUILT_IN = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
-            "softmax-jacobian", "cross", "kv-cache", "grouped", "why-scale")
+            "softmax-jacobian", "cross", "kv-cache", "grouped", "counting", "why-scale")
 
 
 def register(kind: QuestionType) -> QuestionType:

@@ -115,7 +115,8 @@ class Form:
 def form_of(spec: ProblemSpec, form: Form | None = None) -> Form:
     """The form a drawn problem has, for every other version of it to keep to."""
     kind = TYPES[spec.question]
-    return replace(form or Form(), tokens=spec.n_keys, mask=spec.mask,
+    form = form or Form()  # a problem with no matrices (a configuration) keeps the form's tokens
+    return replace(form, tokens=spec.n_keys if spec.matrices else form.tokens, mask=spec.mask,
                    queries=spec.n_queries if spec.cross else None,
                    mask_args=(spec.valid, spec.window) if spec.masked else None,
                    shared=tuple((name, spec.params.get(name)) for name in kind.shared))
@@ -181,6 +182,8 @@ def why_not_drawable(kind: str, options: DrawOptions) -> str | None:
 def _why_not_without_a_calculator(kind: str, options: DrawOptions) -> str | None:
     """--no-calculator needs scaled scores that are whole or half numbers: integer entries, and
     a scale that keeps them so (1/sqrt(d_k) with d_k a square, or a rational --scale)."""
+    if not TYPES[kind].matrices_given:  # no scores at all: the type's own not_drawable says
+        return None
     if "decimal" in (options.embeddings, options.weights):
         return ("--no-calculator needs whole-number entries, not two-place decimals; use "
                 "--difficulty medium, or --embeddings integer --weights integer")
@@ -251,6 +254,8 @@ def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind
         raise TypeError(f"type {kind} draws {', '.join(sorted(undeclared))}, not among its params")
     spec = replace(spec, question=kind, number=index, scale=options.scale,
                    matrices={**spec.matrices, **extra}, params=params)
+    if not TYPES[kind].matrices_given:  # a configuration alone: no matrix, mask nor scale of the candidate's
+        spec = replace(spec, matrices=extra, mask="none", valid=None, window=None, scale=None)
     return (projections_given(spec) if drawn.given == "QKV" else spec), candidate.identity
 
 
@@ -358,7 +363,7 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
                                                              options.decimals):
             continue
-        if options.no_calculator and not scaled_scores_in(
+        if options.no_calculator and TYPES[kind].matrices_given and not scaled_scores_in(
                 candidate, NO_CALCULATOR_EXPONENTS, options.heads[0] if options.heads else TYPES[kind].heads):
             continue
         params = TYPES[kind].draw_params(rng, candidate, options.decimals, **shared)
@@ -394,7 +399,7 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
     valid, window = options.mask_args if options.mask_args and mask == options.mask else (
         _mask_arguments(rng, mask, len(x), tokens))
     return Candidate(x, w_q, w_k, w_v, mask, w_o, scale, x_enc=x_enc, valid=valid, window=window,
-                     heads=options.heads)
+                     heads=options.heads, difficulty=options.difficulty)
 
 
 def _queries(rng, queries: tuple[int, int], keys: int) -> int:

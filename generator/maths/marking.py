@@ -72,6 +72,9 @@ class Tolerances:
                         step.name, values[step.name], question.spec, self.u)
                     read = _bounded(chain[step.name])
                     tolerance = Tolerance(read, read)
+                elif step_def.counted:  # a count: whole numbers, written in full, never rounded
+                    chain[step.name] = np.zeros_like(values[step.name])
+                    tolerance = Tolerance(chain[step.name], chain[step.name])
                 else:
                     inputs = [values[i] for i in step_def.inputs]
                     spec = solution.spec

@@ -136,12 +136,12 @@ class ProblemSpec:
     def n_queries(self) -> int:
         """The number of queries (of tokens, in self-attention; of the decoder's, in
         cross-attention)."""
-        return len(self.matrices[_first_present(self.matrices, ("X_dec", "X", "Q"))])
+        return len(self.matrices.get(_first_present(self.matrices, ("X_dec", "X", "Q")), ()))
 
     @property
     def n_keys(self) -> int:
         """The number of keys (and values): of tokens, or of the encoder's in cross-attention."""
-        return len(self.matrices[_first_present(self.matrices, ("X_enc", "X", "K"))])
+        return len(self.matrices.get(_first_present(self.matrices, ("X_enc", "X", "K")), ()))
 
     @property
     def d_model(self) -> int | None:
@@ -158,12 +158,16 @@ class ProblemSpec:
 
     @property
     def d_k(self) -> int:
-        """The width of the queries and keys."""
+        """The width of the queries and keys (0 for a problem with no matrices: a configuration)."""
+        if not self.matrices:
+            return 0
         return len(self.matrices["W_Q" if self.from_embeddings else "Q"][0])
 
     @property
     def d_v(self) -> int:
-        """The width of the values, and so of the output."""
+        """The width of the values, and so of the output (0 with no matrices)."""
+        if not self.matrices:
+            return 0
         return len(self.matrices["W_V" if self.from_embeddings else "V"][0])
 
 
@@ -237,13 +241,15 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     if unknown:
         raise SpecError(f"{where}: unknown key {shown(unknown[0])} "
                         f"(known: {', '.join(sorted(known))})")
+    kind = kinds.TYPES.get(record["type"]) if isinstance(record.get("type"), str) else None
+    if kind is not None and not kind.matrices_given:
+        return _configured_spec(record, problem_id, kind, where)
     names = _matrix_names(record, where)
     names += tuple(name for name in record if name not in names and name in known
                    and name in steps.REGISTRY)  # a further given matrix: W_O, say
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
     # A type whose keys are narrower than its queries (grouped-query attention) checks the
     # widths itself, once its own keys are read (``QuestionType.own_widths``).
-    kind = kinds.TYPES.get(record["type"]) if isinstance(record.get("type"), str) else None
     own_widths = kind is not None and kind.own_widths
     _check_shapes(matrices, where, own_widths)
     mask, valid, window, mask_matrix = _parse_mask(record, matrices, where)
@@ -260,6 +266,18 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     except ValueError as error:
         raise SpecError(f"{where}: {error}") from None
     return spec
+
+
+def _configured_spec(record: dict, problem_id: str, kind, where: str) -> ProblemSpec:
+    """The spec of a type whose problems give a configuration and no matrices (``counting``):
+    its title and its own keys, and no matrix, mask or scale."""
+    for key in record:
+        if key not in ("type", "title") and key not in {param.name for param in kind.params} \
+                and not (key == "mask" and record[key] == "none"):  # problems.json writes it so
+            raise SpecError(f"{where}: type {kind.name} takes no {key}: its problems give a "
+                            f"configuration ({', '.join(param.name for param in kind.params)}), no matrices")
+    return _with_question(ProblemSpec(id=problem_id, matrices={}, title=_parse_title(record, where)),
+                          record, where)
 
 
 def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:

@@ -55,6 +55,9 @@ class StepDef:
     # A product: the input a student most often takes instead of the first (the plan sets it
     # where two given matrices stand for one: X_enc in place of Q's X_dec).
     mixed_up_first: str = ""
+    # Its entries are whole numbers counted exactly (a parameter count, bytes): never rounded,
+    # so marked with no tolerance at all (the answer is the whole number or it is wrong).
+    counted: bool = False
 
     @property
     def is_given(self) -> bool:

@@ -48,6 +48,7 @@ class Candidate:
     valid: int | tuple[int, ...] | None = None  # a padding mask's valid lengths (masks)
     window: int | None = None  # a sliding-window mask's width
     heads: tuple[int, ...] = ()  # the heads it is drawn for ((h,), or (H_q, H_kv)); () for one
+    difficulty: str = ""  # the difficulty it is drawn at (a type drawing its own numbers reads it)
 
     @property
     def masking(self):

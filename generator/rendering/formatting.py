@@ -111,6 +111,8 @@ def decimal_text(num: Num, decimals: int) -> str:
     # on the wrong side of a tie (4.45585 is 4.455849999... in binary)
     rational = rational_value(num)
     exact = rational if rational is not None else exact
+    if exact.is_Integer:  # a count or a byte size: every digit, however large (exact, never rounded)
+        return str(exact)
     if exact.is_Rational:
         scaled = _scaled(exact, decimals, exact_here)
         if scaled < _SCIENTIFIC_INT * 10**decimals:

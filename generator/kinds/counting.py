@@ -1,0 +1,337 @@
+"""Question type "counting": parameter, operation and memory counts of a Transformer encoder layer
+of a stated configuration (d_model, heads, KV heads for grouped-query and multi-query attention,
+the head width, d_ff, biases on or off, layers, tokens, bytes per value), every answer a whole
+number worked exactly, each product written out:
+
+- parameters: W_Q, W_K, W_V (d_model x KV heads·d_k each with shared KV heads), W_O, their biases;
+  the feed-forward layer; the two LayerNorms (γ, and β with biases); a layer; the whole model;
+- operations, for one head of one layer over n tokens: QKᵀ's multiplications (n·n·d_k) and
+  additions (n·n·(d_k − 1)), the scaling and softmax, AV's multiplications and additions; the
+  multiplications of the whole layer's projections (XW_Q, XW_K, XW_V, CW_O); and the FLOPs of the
+  head's two products (a multiply-add counted as 2 FLOPs, as FLOP counters count);
+- memory: the scores of one layer (n·n·h values) and the KV cache (the kv-cache type's op
+  ``cache-size``: 2 · layers · KV heads · head width · tokens · bytes);
+- traps, as choices: more heads at a fixed d_model leave the attention's count as it was; fewer KV
+  heads shrink W_K, W_V and the cache alike; doubling n quadruples the scores but only doubles
+  the projections.
+
+A problem gives no matrices: its configuration is its own keys (``Param``), and ``parts`` says
+which of the four it asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import sympy
+
+from generator.kinds import Param, QuestionType, counting_ops, kv_cache_ops, register
+from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, trap_choices
+from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.maths import steps
+from generator.maths.engine import Evaluator, Step, run
+from generator.maths.exact import shown
+from generator.maths.spec import SpecError
+from generator.maths.steps import REGISTRY, StepDef, given_def
+
+NAME = "counting"
+PARTS = ("parameters", "operations", "memory", "traps")
+LEAN = ("parameters", "memory", "traps")  # what a paper short of time asks (--minutes): no operations
+
+
+@dataclass(frozen=True)
+class Config:
+    """The layer's configuration: d_model, heads, KV heads, head width, d_ff, biases, layers,
+    tokens and bytes per value."""
+
+    d: int
+    h: int
+    kv: int
+    dk: int
+    dff: int
+    bias: bool
+    layers: int
+    n: int
+    b: int
+
+    @classmethod
+    def of(cls, spec) -> "Config":
+        """The spec's configuration, the KV heads as many as the heads and d_k = d_model/h unless
+        stated."""
+        return cls(spec.model_dim, spec.heads, spec.kv_heads or spec.heads,
+                   spec.head_dim or spec.model_dim // spec.heads, spec.ffn_dim, spec.bias, spec.layers,
+                   spec.tokens, spec.bytes_per_value)
+
+
+# Each count's terms (label prose, factors), from the configuration.
+def attention_terms(c: Config) -> list[tuple[str, tuple[int, ...]]]:
+    """W_Q (d_model x h·d_k), W_K and W_V (d_model x KV heads·d_k), W_O (h·d_k x d_model), and
+    with biases, b_Q, b_K, b_V (a value per output column) and b_O (d_model)."""
+    weights = [("$W_Q$", (c.d, c.h, c.dk)), ("$W_K$", (c.d, c.kv, c.dk)), ("$W_V$", (c.d, c.kv, c.dk)),
+               ("$W_O$", (c.h, c.dk, c.d))]
+    biases = [("$b_Q$", (c.h, c.dk)), ("$b_K$", (c.kv, c.dk)), ("$b_V$", (c.kv, c.dk)), ("$b_O$", (c.d,))]
+    return weights + (biases if c.bias else [])
+
+
+def ffn_terms(c: Config):
+    """The feed-forward layer: W_1 (d_model x d_ff), b_1, W_2 (d_ff x d_model), b_2."""
+    weights = [("$W_1$", (c.d, c.dff)), ("$W_2$", (c.dff, c.d))]
+    return weights if not c.bias else [weights[0], ("$b_1$", (c.dff,)), weights[1], ("$b_2$", (c.d,))]
+
+
+def norm_terms(c: Config):
+    """Two LayerNorms, each γ (d_model) and, with biases, β (d_model)."""
+    kinds = (r"\gamma", r"\beta") if c.bias else (r"\gamma",)
+    return [(f"${v}_{i}$", (c.d,)) for i in (1, 2) for v in kinds]
+
+
+TERMS = {
+    "count_attention": attention_terms, "count_ffn": ffn_terms, "count_norms": norm_terms,
+    "count_qk_mult": lambda c: [("$QK^{\\top}$", (c.n, c.n, c.dk))],
+    "count_qk_add": lambda c: [("$QK^{\\top}$", (c.n, c.n, c.dk - 1))],
+    "count_softmax": lambda c: [("scalings", (c.n, c.n)), ("exponentials", (c.n, c.n)),
+                                ("additions", (c.n, c.n - 1)), ("divisions", (c.n, c.n))],
+    "count_av_mult": lambda c: [("$AV$", (c.n, c.dk, c.n))],
+    "count_av_add": lambda c: [("$AV$", (c.n, c.dk, c.n - 1))],
+    "count_projections": lambda c: [("$XW_Q$", (c.n, c.d, c.h, c.dk)), ("$XW_K$", (c.n, c.d, c.kv, c.dk)),
+                                    ("$XW_V$", (c.n, c.d, c.kv, c.dk)), ("$CW_O$", (c.n, c.h, c.dk, c.d))],
+    "count_flops": lambda c: [("$QK^{\\top}$", (2, c.n, c.n, c.dk)), ("$AV$", (2, c.n, c.dk, c.n))],
+    "count_scores_bytes": lambda c: [("", (c.n, c.n, c.h, c.b))],
+}
+WIDTH = 4  # the most factors of a term: each given table is this wide, padded with 1s
+SUMS = {"count_layer": ("attention", "feed-forward", "LayerNorms")}
+
+
+def _count(name, symbol, text, formula, marks=1, inputs=None, op=counting_ops.COUNT) -> StepDef:
+    return StepDef(name, op, inputs or (f"{name}_terms",), symbol, text, formula, marks=marks, counted=True)
+
+
+def _steps() -> tuple[StepDef, ...]:
+    return (
+        _count("count_attention", r"P_{\mathrm{attn}}", "attention parameters",
+               r"${{ 'count_attention' | sym }}$, the attention sublayer's parameters", 2),
+        _count("count_ffn", r"P_{\mathrm{ffn}}", "feed-forward parameters",
+               r"${{ 'count_ffn' | sym }}$, the feed-forward layer's parameters"),
+        _count("count_norms", r"P_{\mathrm{LN}}", "LayerNorm parameters",
+               r"${{ 'count_norms' | sym }}$, the two LayerNorms' parameters"),
+        _count("count_layer", r"P_{\mathrm{layer}}", "parameters of one layer",
+               r"${{ 'count_layer' | sym }} = P_{\mathrm{attn}} + P_{\mathrm{ffn}} + P_{\mathrm{LN}}$",
+               inputs=("count_attention", "count_ffn", "count_norms")),
+        _count("count_model", r"P_{\mathrm{model}}", "parameters of every layer",
+               r"${{ 'count_model' | sym }} = L \cdot P_{\mathrm{layer}}$",
+               inputs=("count_layer", "count_layers"), op=counting_ops.COUNT_TIMES),
+        _count("count_qk_mult", r"M_{QK}", "multiplications of QK^T",
+               r"${{ 'count_qk_mult' | sym }}$, the multiplications of $QK^{\top}$"),
+        _count("count_qk_add", r"A_{QK}", "additions of QK^T",
+               r"${{ 'count_qk_add' | sym }}$, the additions of $QK^{\top}$"),
+        _count("count_softmax", r"N_{\mathrm{softmax}}", "operations of the scaling and softmax",
+               r"${{ 'count_softmax' | sym }}$, the scaling's and the softmax's operations"),
+        _count("count_av_mult", r"M_{AV}", "multiplications of AV",
+               r"${{ 'count_av_mult' | sym }}$, the multiplications of $AV$"),
+        _count("count_av_add", r"A_{AV}", "additions of AV",
+               r"${{ 'count_av_add' | sym }}$, the additions of $AV$"),
+        _count("count_projections", r"M_{\mathrm{proj}}", "multiplications of the layer's projections",
+               r"${{ 'count_projections' | sym }}$, the multiplications of the layer's projections"),
+        _count("count_flops", r"F", "FLOPs of QK^T and AV",
+               r"${{ 'count_flops' | sym }}$, the FLOPs of $QK^{\top}$ and $AV$ (a multiply-add is 2)"),
+        _count("count_scores_bytes", r"B_{\mathrm{scores}}", "bytes of one layer's scores",
+               r"${{ 'count_scores_bytes' | sym }}$, the bytes of one layer's scores, all heads"),
+        _count("count_kv_cache", r"B_{\mathrm{KV}}", "bytes of the KV cache",
+               r"${{ 'count_kv_cache' | sym }}$, the bytes of the KV cache", 2, inputs=("count_kv_model",),
+               op=kv_cache_ops.CACHE_SIZE),
+    )
+
+
+GROUPS = {"parameters": ("count_attention", "count_ffn", "count_norms", "count_layer", "count_model"),
+          "operations": ("count_qk_mult", "count_qk_add", "count_softmax", "count_av_mult", "count_av_add",
+                         "count_projections", "count_flops"),
+          "memory": ("count_scores_bytes", "count_kv_cache")}
+
+
+def register_steps() -> None:
+    """This type's steps and the tables they read (given, never shown: the statement says the
+    configuration in words), off the main pipeline; each count's terms named for its working."""
+    for step in _steps():
+        steps.register(step, pipeline=False)
+    symbols = {f"{n}_terms": r"\mathrm{terms}" for n in TERMS} | {"count_layers": "L",
+                                                                   "count_kv_model": r"\mathrm{model}"}
+    for name, symbol in symbols.items():
+        steps.register(replace(given_def(name, symbol), counted=True), pipeline=False)
+    for name, terms in TERMS.items():
+        counting_ops.LABELS[name] = lambda spec, terms=terms: terms(Config.of(spec))
+    for name, labels in SUMS.items():
+        counting_ops.LABELS[name] = lambda spec, labels=labels: [(label, None) for label in labels]
+    counting_ops.SLIPS.update(count_attention=attention_slips, count_norms=norm_slips,
+                              count_qk_add=additions_slips)
+
+
+def _table(terms) -> list[list[int]]:
+    return [list(factors) + [1] * (WIDTH - len(factors)) for _, factors in terms]
+
+
+def attention_slips(spec):
+    """Biases left out; W_K and W_V counted with every head where the KV heads are fewer."""
+    c = Config.of(spec)
+    found = [(_table(attention_terms(c)[:4]), "the biases are missing: b_Q, b_K, b_V and b_O are "
+                                              "parameters too")] if c.bias else []
+    if c.kv != c.h:
+        found.append((_table(attention_terms(replace(c, kv=c.h))),
+                      f"W_K and W_V have {c.kv} key/value head{'s' if c.kv != 1 else ''}, not {c.h}"))
+    found.append((_table([("", (c.h, c.d, c.d))] * 4), "each head's projection is d_model × d_k, "
+                                                         "not d_model × d_model: the heads split d_model"))
+    return found
+
+
+def additions_slips(spec):
+    """d_k additions to a score, where its d_k products take d_k - 1."""
+    c = Config.of(spec)
+    return [(_table([("", (c.n, c.n, c.dk))]),
+             "a score adds its d_k products with d_k − 1 additions, not d_k")]
+
+
+def norm_slips(spec):
+    """One LayerNorm, or γ alone where biases give β too."""
+    c = Config.of(spec)
+    found = [(_table(norm_terms(c)[: len(norm_terms(c)) // 2]), "a layer has two LayerNorms, one after "
+                                                                 "each sublayer")]
+    if c.bias:
+        found.append((_table([("", (c.d,)), ("", (c.d,))]), "each LayerNorm has β besides γ"))
+    return found
+
+
+def counting_question(spec) -> Question:
+    """The parts the spec asks, each a few counts; the traps as choices."""
+    c = Config.of(spec)
+    num = Evaluator()
+    asked = [name for part in spec.parts if part in GROUPS for name in GROUPS[part]]
+    known = {f"{n}_terms": _given(f"{n}_terms", _table(TERMS[n](c)), num) for n in asked if n in TERMS}
+    known["count_layers"] = _given("count_layers", [[c.layers]], num)
+    known["count_kv_model"] = _given("count_kv_model", [[c.layers, c.kv, c.dk, c.n, c.b, 1]], num)
+    plan = tuple(REGISTRY[name] for name in known) + tuple(REGISTRY[name] for name in asked)
+    solution = run(plan, spec, known, num)
+    parts = [Part(f"count-{group}", sum(REGISTRY[n].marks for n in GROUPS[group]),
+                  tuple(solution.step(n) for n in GROUPS[group]),
+                  step_marks=tuple(REGISTRY[n].marks for n in GROUPS[group]), notes=False,
+                  answer=facts(group, c, solution))
+             for group in spec.parts if group in GROUPS]
+    if "traps" in spec.parts:
+        parts += [Part(topic, 1, item=shuffled_item(topic, reasons, spec.id))
+                  for topic, reasons in traps(c).items()]
+    return Question(NAME, spec, solution, (), lettered(parts))
+
+
+def _given(name: str, rows, num) -> Step:
+    entries = tuple(tuple(num(sympy.Integer(x)) for x in row) for row in rows)
+    return Step(name, f"{name} (given)", "given", entries)
+
+
+def attention_parameters(c: Config) -> int:
+    """The attention sublayer's parameters, for the traps' other layers (the heads doubled): the
+    four weights, and with biases a value per output column of each."""
+    columns = (c.h + 2 * c.kv) * c.dk  # of W_Q, W_K and W_V together
+    return c.d * columns + c.h * c.dk * c.d + ((columns + c.d) if c.bias else 0)
+
+
+def facts(group: str, c: Config, solution) -> tuple:
+    """What the key's notes say of a part, read off the part's own counts."""
+    def value(name: str) -> int:
+        return int(solution.step(name).entries[0][0].exact)
+
+    if group == "parameters":
+        layer = value("count_layer")
+        return round(100 * value("count_ffn") / layer), round(100 * value("count_attention") / layer)
+    if group == "operations":
+        return value("count_qk_mult"), value("count_qk_add")
+    return 2 * c.n, 4 * value("count_scores_bytes"), 2 * value("count_kv_cache")
+
+
+def traps(c: Config) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The choices, each (text, the slip behind it), the right one first; the heads trap's count
+    is a multi-head layer's (a key/value head per head, d_k = d_model/h)."""
+    return trap_choices(c, mha_attention=attention_parameters(replace(c, kv=c.h, dk=c.d // c.h)))
+
+
+# The configuration's keys: whole numbers in their ranges, biases on or off, the parts asked.
+def _whole(key: str, most: int):
+    def read(value, spec, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            raise SpecError(f"{where}: {key} must be a whole number from 1 to {most}, got {shown(value)}")
+        return value
+    return read
+
+
+def read_bias(value, spec, where: str) -> bool:
+    """Whether every linear map has a bias (and each LayerNorm a β)."""
+    if not isinstance(value, bool):
+        raise SpecError(f"{where}: bias must be true or false, got {shown(value)}")
+    return value
+
+
+def read_parts(value, spec, where: str) -> tuple[str, ...]:
+    """The parts asked, in the order written: some of parameters, operations, memory, traps."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or any(p not in PARTS for p in value) \
+            or len(set(value)) != len(value):
+        raise SpecError(f"{where}: parts must be a list of some of {', '.join(PARTS)}, each once, "
+                        f"got {shown(value)}")
+    return tuple(value)
+
+
+KEYS = (("model_dim", 65536, 512), ("heads", 1024, 8), ("kv_heads", 1024, None), ("head_dim", 65536, None),
+        ("ffn_dim", 10**6, 2048), ("layers", 1000, 6), ("tokens", 10**6, 128), ("bytes_per_value", 8, 2))
+PARAMS = (*(Param(key, _whole(key, most), default=default) for key, most, default in KEYS),
+          Param("bias", read_bias, default=True), Param("parts", read_parts, write=list, default=list(PARTS)))
+
+
+def _check(spec) -> str | None:
+    """No matrices; the heads split d_model where the head width is not stated; the KV heads
+    share the heads out evenly."""
+    if spec.matrices:
+        return f"type counting gives a configuration, not matrices: {next(iter(spec.matrices))} has no place"
+    if spec.head_dim is None and spec.model_dim % spec.heads:
+        return (f"heads must divide model_dim (d_k = d_model/h) unless head_dim is given: "
+                f"{spec.model_dim} / {spec.heads}")
+    kv = spec.kv_heads or spec.heads
+    if kv > spec.heads or spec.heads % kv:
+        return (f"kv_heads must divide heads (each shared key/value head serves as many heads): "
+                f"{kv} and {spec.heads}")
+    return None
+
+
+# Drawn configurations (d_model, heads, d_ff): small for easy (counted on paper), real-looking for hard.
+CONFIGS = {"easy": ((4, 1, 8), (4, 2, 8), (8, 4, 16), (8, 2, 16), (8, 2, 32), (6, 3, 12)),
+           "medium": ((16, 2, 64), (32, 4, 128), (64, 4, 256), (32, 2, 64), (64, 8, 256)),
+           "hard": ((512, 8, 2048), (768, 12, 3072), (256, 4, 1024), (1024, 16, 4096), (512, 8, 1024))}
+TOKENS = {"easy": (3, 4), "medium": (8, 10, 16, 32), "hard": (64, 128, 256, 512)}
+LAYERS = {"easy": (2, 3), "medium": (2, 4, 6), "hard": (6, 12, 24)}
+
+
+def draw_params(rng, candidate, decimals: int) -> dict:
+    """A configuration of the candidate's difficulty (its matrices are not asked); shared
+    key/value heads now and then (never at easy), biases on or off."""
+    difficulty = candidate.difficulty or "medium"
+
+    def pick(options):
+        return options[int(rng.integers(len(options)))]
+
+    d, h, dff = pick(CONFIGS[difficulty])
+    kv = pick([g for g in (h, h, 1, h // 2) if g and h % g == 0]) if difficulty != "easy" else h
+    return {"model_dim": d, "heads": h, "kv_heads": kv, "ffn_dim": dff, "bias": bool(rng.integers(2)),
+            "layers": pick(LAYERS[difficulty]), "tokens": pick(TOKENS[difficulty]),
+            "bytes_per_value": pick((2, 4) if difficulty != "hard" else (2, 2, 4)), "parts": PARTS}
+
+
+register(QuestionType(
+    NAME, counting_question, "Counting parameters, operations and bytes", STATEMENT, prompts=PROMPTS,
+    keys={task: answer_with_slips() for task in ("count-heads", "count-kv", "count-growth")}, after=AFTER,
+    choice="{{ choice }}", params=PARAMS, check=_check, matrices_given=False, draw_params=draw_params,
+    not_drawable=lambda options: ("counts of a real-sized layer multiply numbers into the millions, a "
+                                  "calculator's work: ask --difficulty easy" if options.no_calculator
+                                  and options.difficulty != "easy" else None),
+    in_default_mix=False, shrinks=("focus",),
+    focus=lambda rng, candidate, params, decimals: {"parts": LEAN}))
+
+
+counting_ops.register()
+register_steps()
