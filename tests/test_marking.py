@@ -79,6 +79,19 @@ def worked(step, inputs, spec, decimals=None):
     if step.op == "cache-size":  # 2 x layers x KV heads x head width x tokens x bytes, in the unit
         model = inputs[0][0]
         return np.array([[2 * np.prod(model[:5]) / model[5]]])
+    if step.op == "sinusoid":  # PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i), the angle written down
+        angles = written(np.outer(inputs[0][:, 0], inputs[1][0]))
+        return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(len(angles), -1)
+    if step.op == "rope":  # each pair (x, y) of row m turned by m theta_i; the angle, cos and sin written
+        x, angles = inputs[0], written(np.outer(inputs[1][:, 0], inputs[2][0]))
+        c, s = written(np.cos(angles)), written(np.sin(angles))
+        out = np.empty_like(x)
+        out[:, 0::2] = x[:, 0::2] * c - x[:, 1::2] * s
+        out[:, 1::2] = x[:, 0::2] * s + x[:, 1::2] * c
+        return out
+    if step.op == "alibi-bias":  # -m |p_i - p_j|
+        p = inputs[0][:, 0]
+        return -inputs[1][0, 0] * np.abs(p[:, None] - p[None, :])
     raise AssertionError(f"the test's student cannot work the op {step.op!r}")
 
 
