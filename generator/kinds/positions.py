@@ -226,6 +226,10 @@ def positions_question(spec) -> Question:
         order = [1, 0, *range(2, spec.n_keys)]
         moved = extra["swapped"].step("weights").entries[0]
         kept = tuple(solution.step("weights").entries[1][k] for k in order)
+        if max(abs(a.value - b.value) for a, b in zip(moved, kept)) < 1e-9:
+            raise SpecError(f"problem {spec.id}: swapping tokens 1 and 2 changes nothing here (the "
+                            f"permutation part would show no difference); give tokens 1 and 2 other "
+                            f"embeddings")
         parts.append(Part("pe-permute", 1, answer=(moved, kept),
                           item=shuffled_item("permute-positions", PERMUTE, spec.id)))
     if spec.encoding == "rope":  # the offset part's score beside S_{2,1}
@@ -574,7 +578,8 @@ AFTER = {
                    r"$n' - m' = {{ g.pos_k.exact[0][0] - g.pos_q.exact[0][0] }}$, "
                    r"as in $S_{2,1}$.",
     "alibi-bias": r"The diagonal is 0 (a token is no distance from itself); the further key $j$ is "
-                  r"from query $i$, the lower its score, so near tokens weigh more.",
+                  r"from query $i$, the more its score is lowered, so that, other things equal, near "
+                  r"tokens weigh more.",
     "pe-permute": STEPS + r"With the problem's numbers: after the swap the first row of the weights is "
                   r"$({% for n in part.answer[0] %}{{ n | num }}{{ ', ' if not loop.last }}{% endfor %})$, "
                   r"while the swap alone would give row 2 of $A$ with its entries 1 and 2 swapped, "

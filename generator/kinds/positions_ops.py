@@ -120,10 +120,10 @@ def sinusoid_seconds(step, cost) -> int:
 
 
 def sinusoid_first(w) -> str:
-    """The hint's first line: the first position's first pair."""
+    """The hint's first line: the first position's first pair (one relation, the angle's)."""
     line = w.line
-    return (f"p = {w.text(line.position)}, ω = {w.text(line.frequency)}: angle {w.text(line.angle)}, "
-            f"sin = {w.text(line.sin)}, cos = {w.text(line.cos)}.")
+    return (f"angle {w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}; its sine "
+            f"{w.text(line.sin)} and its cosine {w.text(line.cos)}.")
 
 
 SINUSOID_OP = ops.Op(
@@ -229,12 +229,12 @@ def rope_seconds(step, cost) -> int:
 
 
 def rope_first(w) -> str:
-    """The hint's first line: the first row's first pair turned."""
+    """The hint's first line: the first row's first pair turned (one relation, the angle's)."""
     line = w.line
-    return (f"m = {w.text(line.position)}: angle {w.text(line.angle)}, cos = {w.text(line.cos)}, "
-            f"sin = {w.text(line.sin)}; ({w.text(line.x)}·{w.text(line.cos)} − {w.text(line.y)}·"
-            f"{w.text(line.sin)}, {w.text(line.x)}·{w.text(line.sin)} + {w.text(line.y)}·"
-            f"{w.text(line.cos)}) = ({w.text(line.x_out)}, {w.text(line.y_out)}).")
+    x, y, c, s = (w.text(n) for n in (line.x, line.y, line.cos, line.sin))
+    return (f"angle {w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}, cos {c}, sin {s}; "
+            f"the pair turned, ({x}·{c} − {y}·{s}, {x}·{s} + {y}·{c}), is ({w.text(line.x_out)}, "
+            f"{w.text(line.y_out)}).")
 
 
 ROPE_OP = ops.Op(
