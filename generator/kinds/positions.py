@@ -15,185 +15,23 @@ Token i sits at position i - 1 unless the spec gives ``positions``.  The ops are
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
-import numpy as np
 import sympy
 
 from generator.kinds import GIVEN, Param, QuestionType, positions_ops, register
-from generator.kinds.questions import TIE, Part, Question, answer_with_slips, lettered, shuffled_item
-from generator.maths import steps
-from generator.maths.crosscheck import run_plan
-from generator.maths.engine import Evaluator, Step, run
+from generator.kinds.positions_draw import draw_options, draw_params
+from generator.kinds.positions_plan import (
+    ENCODINGS,
+    NAME,
+    OFFSET_PAIR,
+    read_angle,
+    register_steps,
+    solve_positions,
+)
+from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths.exact import parse_exact, shown
 from generator.maths.spec import SpecError
-from generator.maths.steps import REGISTRY, StepDef, given_def
-
-NAME = "positions"
-ENCODINGS = ("sinusoidal", "rope", "alibi")
-BASE = 10000  # the papers' base: w_i = 10000^(-2i/d)
-SHIFT = 2  # RoPE's offset part: how far both tokens move on, unless the spec says
-SLOPE = sympy.Rational(1, 2)  # ALiBi's slope of head 1 of 8
-OFFSET_PAIR = (1, 0)  # the offset part's query token (2) and key token (1), from 0
-
-
-def _steps() -> tuple[StepDef, ...]:
-    def rotated(name, of, symbol):
-        return StepDef(name, positions_ops.ROPE, (of, "pos", "angles"), symbol,
-                       f"{name} = {of} turned by RoPE",
-                       rf"${symbol} = \operatorname{{RoPE}}({of})$: each pair of row $m$ turned by "
-                       r"$m\,\theta_i$",
-                       marks=2)
-
-    def far(name, of, position, symbol):
-        return StepDef(name, positions_ops.ROPE, (of, position, "angles"), symbol,
-                       f"{name} = {of} turned at its new position",
-                       rf"${symbol}$: ${REGISTRY[of].symbol}$ turned at position "
-                       rf"${REGISTRY[position].symbol}$")
-
-    return (
-        StepDef("PE", positions_ops.SINUSOID, ("pos", "freq"), r"\mathrm{PE}",
-                "PE = sin, cos of positions x frequencies",
-                r"$\mathrm{PE}(p, 2i) = \sin(p\,\omega_i)$, $\mathrm{PE}(p, 2i+1) = \cos(p\,\omega_i)$",
-                marks=2),
-        StepDef("X_pe", "add", ("X", "PE"), r"\tilde{X}", "X~ = X + PE", r"$\tilde{X} = X + \mathrm{PE}$"),
-        rotated("Q_rot", "Q", r"\tilde{Q}"), rotated("K_rot", "K", r"\tilde{K}"),
-        StepDef("rope_scores", "product", ("Q_rot", "K_rot"), "S", "scores = Q~ K~^T",
-                r"$S = \tilde{Q}\tilde{K}^{\top}$", marks=2, transpose=True,
-                why="entry (i, j) is turned query i dotted with turned key j"),
-        StepDef("bias", positions_ops.ALIBI_BIAS, ("pos", "alibi_m"), "B", "B = -m |i - j|",
-                r"$B_{ij} = -m\,|p_i - p_j|$"),
-        StepDef("biased", "add", ("scaled", "bias"), r"\bar{S}", "S- = S~ + B",
-                r"$\bar{S} = {{ 'biased' | input_of | sym }} + B$"),
-        far("q_far", "q_sel", "pos_q", r"\tilde{q}"), far("k_far", "k_sel", "pos_k", r"\tilde{k}"),
-        StepDef("s_far", "product", ("q_far", "k_far"), "s", "s = q~ k~^T",
-                r"$s = \tilde{q}\,\tilde{k}^{\top}$",
-                transpose=True),
-    )
-
-
-def register_steps() -> None:
-    """The given rows this type builds from its keys, and its own steps, off the main pipeline."""
-    for name, symbol in (("pos", "p"), ("freq", r"\omega"), ("angles", r"\theta"), ("alibi_m", "m"),
-                         ("q_sel", "q"), ("k_sel", "k"), ("pos_q", "m'"), ("pos_k", "n'")):
-        steps.register(given_def(name, symbol), pipeline=False)
-    for step in _steps():
-        steps.register(step, pipeline=False)
-
-
-# -- the plan ------------------------------------------------------------------------------------
-
-def positions_of(spec) -> tuple[int, ...]:
-    """Each token's position: the spec's, else 0, 1, ..., n - 1."""
-    return tuple(spec.params.get("positions") or range(spec.n_queries))
-
-
-def frequencies(spec) -> tuple[sympy.Expr, ...]:
-    """The sinusoid's w_i = base^(-2i/d), one a pair of columns."""
-    d, base = spec.d_model, sympy.Integer(spec.params.get("base") or BASE)
-    return tuple(base ** sympy.Rational(-2 * i, d) for i in range(d // 2))
-
-
-def thetas(spec) -> tuple[sympy.Expr, ...]:
-    """RoPE's theta_i: the spec's, else base^(-2i/d_k) (the paper's)."""
-    if spec.params.get("theta"):
-        return tuple(spec.params["theta"])
-    d, base = spec.d_k, sympy.Integer(spec.params.get("base") or BASE)
-    return tuple(base ** sympy.Rational(-2 * i, d) for i in range(d // 2))
-
-
-def slope_of(spec) -> sympy.Expr:
-    """ALiBi's slope for this head: the spec's, else 1/2."""
-    return spec.params.get("slope") or SLOPE
-
-
-def attention_tail(spec, scores: str) -> list[StepDef]:
-    """scaled, [biased], [masked], weights, output after the named scores, each reading the one
-    before (the scaling skipped at scale 1)."""
-    chain, last = [], scores
-    wanted = [("scaled", not spec.unscaled), ("biased", spec.encoding == "alibi"), ("masked", spec.masked)]
-    for name, taken in wanted:
-        if taken:
-            step = REGISTRY[name]
-            inputs = (last, "bias") if name == "biased" else (last,)
-            chain.append(replace(step, inputs=inputs))
-            last = name
-    chain.append(replace(REGISTRY["weights"], inputs=(last,)))
-    chain.append(replace(REGISTRY["output"], inputs=("weights", "V")))
-    return chain
-
-
-def plan_of(spec) -> tuple[StepDef, ...]:
-    """The steps in order: the positional givens, the projections (or Q, K, V given), the encoding's
-    own steps and attention; RoPE's offset part last."""
-    encoding = spec.encoding
-    given = {"sinusoidal": ("pos", "freq"), "rope": ("pos", "angles"), "alibi": ("pos", "alibi_m")}[encoding]
-    plan = [REGISTRY[name] for name in given]
-    if spec.from_embeddings:
-        source = "X"
-        plan += [REGISTRY[name] for name in ("X", "W_Q", "W_K", "W_V")]
-        if encoding == "sinusoidal":
-            plan += [REGISTRY["PE"], REGISTRY["X_pe"]]
-            source = "X_pe"
-        plan += [replace(REGISTRY[n], inputs=(source, f"W_{n}")) for n in "QKV"]
-    else:
-        plan += [given_def(name, name) for name in "QKV"]
-    scores = "scores"
-    if encoding == "rope":
-        plan += [REGISTRY["Q_rot"], REGISTRY["K_rot"], REGISTRY["rope_scores"]]
-        scores = "rope_scores"
-    else:
-        plan.append(REGISTRY["scores"])
-    if encoding == "alibi":
-        plan.append(REGISTRY["bias"])
-    plan += attention_tail(spec, scores)
-    if encoding == "rope":
-        plan += [REGISTRY[n] for n in ("q_sel", "k_sel", "pos_q", "pos_k", "q_far", "k_far", "s_far")]
-    return tuple(plan)
-
-
-def known_steps(spec, num: Evaluator) -> dict[str, Step]:
-    """The given rows the spec's keys make: the positions (a column), the frequencies, the angles
-    or the slope (a row)."""
-    def step(name, rows):
-        return Step(name, f"{name} (given)", "given", num.matrix(rows))
-
-    known = {"pos": step("pos", tuple((sympy.Integer(p),) for p in positions_of(spec)))}
-    if spec.encoding == "sinusoidal":
-        known["freq"] = step("freq", (frequencies(spec),))
-    if spec.encoding == "rope":
-        known["angles"] = step("angles", (thetas(spec),))
-    if spec.encoding == "alibi":
-        known["alibi_m"] = step("alibi_m", ((slope_of(spec),),))
-    return known
-
-
-def offset_steps(spec, first, num: Evaluator) -> dict[str, Step]:
-    """RoPE's offset part: token 2's query and token 1's key, each moved on by the shift."""
-    query, key = OFFSET_PAIR
-    shift = spec.params.get("shift") or SHIFT
-    positions = positions_of(spec)
-
-    def step(name, rows):
-        return Step(name, f"{name} (given)", "given", num.matrix(rows))
-
-    return {"q_sel": step("q_sel", (first.step("Q").exact[query],)),
-            "k_sel": step("k_sel", (first.step("K").exact[key],)),
-            "pos_q": step("pos_q", ((sympy.Integer(positions[query] + shift),),)),
-            "pos_k": step("pos_k", ((sympy.Integer(positions[key] + shift),),))}
-
-
-def solve_positions(spec):
-    """The spec solved exactly along its plan (RoPE's offset rows read off the first run's Q and K)."""
-    num = Evaluator()
-    known = known_steps(spec, num)
-    plan = plan_of(spec)
-    if spec.encoding != "rope":
-        return run(plan, spec, known, num)
-    first = run(plan[:-7], spec, known, num)
-    return run(plan, spec, {**known, **offset_steps(spec, first, num)}, num)
-
 
 # -- the question ----------------------------------------------------------------------------------
 
@@ -293,27 +131,6 @@ def _whole(key: str, low: int, high: int):
     return read
 
 
-PI_ANGLE = re.compile(r"\s*(\d+)?\s*\*?\s*pi\s*(?:/\s*(\d+))?\s*")
-
-
-def read_angle(value) -> sympy.Expr:
-    """An angle in radians: a number, an exact string ("1/10"), or a multiple of pi ("pi/6", "2pi/3")."""
-    if isinstance(value, str) and "pi" in value:
-        match = PI_ANGLE.fullmatch(value)
-        if not match:
-            raise ValueError(f"{shown(value)} is not an angle: a number, or a multiple of pi such as "
-                             f"pi/6 or 2pi/3")
-        times, over = (int(g) if g else 1 for g in match.groups())
-        if not 1 <= times <= 100 or not 1 <= over <= 1000:
-            raise ValueError(f"{shown(value)}: write k·pi/n with k up to 100 and n up to 1000")
-        return sympy.pi * sympy.Rational(times, over)
-    try:
-        return parse_exact(value)
-    except ValueError:
-        raise ValueError(f"{shown(value)} is not an angle: a number, or a multiple of pi such as pi/6 "
-                         f"or 2pi/3") from None
-
-
 def read_theta(value, spec, where: str) -> tuple[sympy.Expr, ...]:
     """RoPE's angles, one a pair of the queries' columns."""
     pairs = spec.d_k // 2
@@ -374,137 +191,6 @@ def _check(spec) -> str | None:
     return None
 
 
-# -- drawn problems ------------------------------------------------------------------------------
-
-# Per encoding and difficulty: tokens, d_model, d_k, d_v, X's entries ("integer" or "decimal"), and
-# the encoding's own choice (RoPE's angles as multiples of pi, or the paper's; ALiBi's slopes).
-SIZES = {
-    ("sinusoidal", "easy"): (2, 2, 2, 2, "integer"), ("sinusoidal", "medium"): (2, 4, 2, 2, "integer"),
-    ("sinusoidal", "hard"): (2, 4, 2, 2, "decimal"),
-    ("rope", "easy"): (2, 2, 2, 2, "integer"), ("rope", "medium"): (2, 2, 2, 2, "integer"),
-    ("rope", "hard"): (2, 2, 2, 2, "decimal"),
-    ("alibi", "easy"): (3, 2, 2, 2, "integer"), ("alibi", "medium"): (3, 2, 2, 2, "integer"),
-    ("alibi", "hard"): (3, 2, 2, 2, "decimal"),
-}
-ROPE_ANGLES = {"easy": ("pi/2",), "medium": ("pi/6", "pi/4", "pi/3"), "hard": (None,)}  # None: the paper's
-SLOPES = {"easy": ("1/2",), "medium": ("1/2", "1/4"), "hard": ("1/2", "1/4", "1/8")}
-MASK_OF = {"sinusoidal": "none", "rope": "none", "alibi": "causal"}
-
-
-def draw_options(options):
-    """A problem under no mask (sinusoidal, RoPE) or the causal one (ALiBi): the candidate's own mask
-    picks which, unless a form keeps it."""
-    from generator.kinds.sampling import PRESETS  # the sampler reads this registry: not at import
-
-    keep = options.mask in ("none", "causal") and options.mask != PRESETS[options.difficulty].mask
-    # draw_params draws its own matrices; the candidate's width only tells it the difficulty
-    return replace(options, mask=options.mask if keep else "none-or-causal", tokens=(3, 3),
-                   d_model=CANDIDATE_WIDTH[options.difficulty], d_k=2, d_v=2, embeddings="integer",
-                   weights="integer")
-
-
-def draw_params(rng, candidate, decimals: int, encoding: str | None = None) -> dict | None:
-    """The encoding (the candidate's mask tells ALiBi's causal one apart; a form keeps it), its own
-    matrices and choices, drawn and checked: hand-sized numbers, no degenerate rows, weights apart."""
-    if encoding is None:
-        encoding = "alibi" if candidate.mask == "causal" else ("sinusoidal", "rope")[int(rng.integers(2))]
-    if MASK_OF[encoding] != candidate.mask:
-        return None
-    difficulty = _difficulty(candidate)
-    for _ in range(TRIES):  # so that each encoding is drawn about as often as it is picked
-        drawn = _drawn(rng, encoding, difficulty)
-        if worthy(encoding, drawn["matrices"], drawn, candidate.mask, decimals):
-            return drawn
-    return None
-
-
-TRIES = 40
-CANDIDATE_WIDTH = {"easy": 2, "medium": 3, "hard": 4}
-
-
-def _drawn(rng, encoding: str, difficulty: str) -> dict:
-    """One draw of the encoding's matrices and its own choices."""
-    tokens, d_model, d_k, d_v, entries = SIZES[(encoding, difficulty)]
-    x = _entries(rng, entries, tokens, d_model)
-    weights = [rng.choice([-1, 0, 1], p=[0.25, 0.35, 0.4], size=(d_model, d)).astype(float)
-               for d in (d_k, d_k, d_v)]
-    params: dict = {"encoding": encoding}
-    if encoding == "rope":
-        angle = ROPE_ANGLES[difficulty][int(rng.integers(len(ROPE_ANGLES[difficulty])))]
-        if angle is not None:
-            params["theta"] = (read_angle(angle),)
-        params["shift"] = int(rng.integers(1, 4))
-    if encoding == "alibi":
-        params["slope"] = sympy.Rational(SLOPES[difficulty][int(rng.integers(len(SLOPES[difficulty])))])
-    return {**params, "matrices": {"X": _exact(x), **{f"W_{n}": _exact(w) for n, w in zip("QKV", weights)}}}
-
-
-def _difficulty(candidate) -> str:
-    """The difficulty the candidate was drawn at, told by its width (``draw_options``: the sampler
-    hands draw_params no options)."""
-    width = candidate.x.shape[1]
-    return next((d for d, w in CANDIDATE_WIDTH.items() if w == width), "medium")
-
-
-def _entries(rng, kind: str, rows: int, columns: int) -> np.ndarray:
-    if kind == "integer":
-        return rng.choice([-1, 0, 1, 2], p=[0.2, 0.3, 0.35, 0.15], size=(rows, columns)).astype(float)
-    return np.round(rng.uniform(-1.5, 1.5, size=(rows, columns)), 1)
-
-
-def _exact(matrix):
-    return tuple(tuple(sympy.Rational(int(round(v * 100)), 100) for v in row) for row in matrix)
-
-
-def worthy(encoding: str, matrices: dict, params: dict, mask: str, decimals: int) -> bool:
-    """The problem's numbers, in float64: no zero row or column in what the student writes, no two
-    queries alike, scaled scores small enough to exponentiate by hand, weights readable and apart."""
-    from generator.maths.spec import ProblemSpec
-
-    params = {key: value for key, value in params.items() if key != "matrices"}
-    spec = ProblemSpec("draw", matrices, mask=mask, question=NAME, params=params)
-    plan = plan_of(spec)
-    given = {name: step.numeric for name, step in known_steps(spec, Evaluator()).items()}
-    given.update({name: np.array(m, dtype=float) for name, m in matrices.items()})
-    if encoding == "rope":
-        return _worthy_rope(spec, plan, given, decimals)
-    values = run_plan(plan, given, None, spec.d_k, spec.visible if mask != "none" else None)
-    return _worthy_values(values, plan, decimals) and (
-        encoding != "sinusoidal" or _permutation_shows(spec, values, given, plan, decimals))
-
-
-def _worthy_rope(spec, plan, given, decimals: int) -> bool:
-    values = run_plan(plan[:-7], given, None, spec.d_k)
-    return _worthy_values(values, plan[:-7], decimals)
-
-
-def _worthy_values(values: dict, plan, decimals: int) -> bool:
-    for step in plan:
-        if step.is_given or step.name not in values:
-            continue
-        m = np.where(np.isinf(values[step.name]), 1.0, values[step.name])
-        if (np.abs(m) < 1e-9).all(axis=1).any() or (np.abs(m) < 1e-9).all(axis=0).any():
-            return False
-        if step.name in ("Q", "K", "scores", "scaled", "weights", "rope_scores", "Q_rot", "K_rot"):
-            if len({tuple(r) for r in np.round(m, 6)}) < len(m):
-                return False
-    scaled = values.get("scaled")
-    weights = values["weights"]
-    seen = weights[weights > 0]
-    tops = np.sort(weights, axis=1)
-    return (scaled is None or np.abs(scaled[np.isfinite(scaled)]).max() <= 3.5) and seen.min() >= 0.02 and (
-        tops[:, -1] - tops[:, -2] > TIE).all() and np.abs(values["output"]).max() <= 9
-
-
-def _permutation_shows(spec, values, given, plan, decimals: int) -> bool:
-    """With tokens 1 and 2 swapped the weights' first row is well apart from what the swap alone
-    would give (row 2 of A, its entries 1 and 2 swapped: PAP^T's first row)."""
-    order = [1, 0, *range(2, len(given["X"]))]
-    other = run_plan(plan, dict(given, X=given["X"][order]), None, spec.d_k)
-    return np.abs(other["weights"][0] - values["weights"][1][order]).max() > 10 * 10.0 ** -decimals
-
-
-# Prose reads the solution's steps by name (the positions, frequencies, angles, slope): g.pos, ...
 STEPS = r"{% set g = dict(zip(question.solution.steps | map(attribute='name'), question.solution.steps)) %}"
 STATEMENT = (
     STEPS + r"{% set n = spec.n_queries %}{% if spec.from_embeddings %}A sequence of {{ n }} tokens has "
