@@ -10,7 +10,10 @@
 - ``alibi`` (Press et al. 2022): the bias B_ij = -m |i - j| of a head of slope m added to the
   scaled scores before the softmax (under the paper's causal mask, or none written).
 
-Token i sits at position i - 1 unless the spec gives ``positions``.  The ops are positions_ops's.
+Token i sits at position i - 1 unless the spec gives ``positions``.  Every encoding asks up to the
+weights A (V and the output are solved, not asked).  This module holds the question, its keys and its
+prose; its steps and plan are ``positions_plan``'s, its draws ``positions_draw``'s, its ops
+``positions_ops``'s.
 """
 
 from __future__ import annotations
