@@ -98,6 +98,12 @@ PARAMS = {
     "stated_dk": "`why-scale`: the d_k the standard deviations of a score are asked for (default 512)",
     "mask_parts": 'the items of the mask it asks, `["write-mask", "without-mask"]` (by default both '
                   "under any mask but the causal one), `[]` for none",
+    "encoding": '`"sinusoidal"` (default), `"rope"` or `"alibi"`: how positions enter',
+    "positions": "each token's position, e.g. `[0, 1, 2]` (default: token i at i - 1)",
+    "base": "the encoding's base: ω_i (sinusoidal) or θ_i (RoPE) = base^(-2i/d) (default 10000)",
+    "theta": 'RoPE\'s angles, one a pair of columns, e.g. `["pi/6"]` (default: base^(-2i/d_k))',
+    "shift": "RoPE's offset part: how far token 2's query and token 1's key move on (default 2)",
+    "slope": 'ALiBi\'s slope m of the head, e.g. `"1/4"` (default 1/2)',
 }
 
 

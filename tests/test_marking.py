@@ -87,6 +87,19 @@ def worked(step, inputs, spec, decimals=None):
         return np.array([[sum(math.prod(int(x) for x in row) for table in inputs for row in table)]], dtype=float)
     if step.op == "count-times":  # a layer's count times the layers
         return np.array([[math.prod(int(x) for table in inputs for x in table.flat)]], dtype=float)
+    if step.op == "sinusoid":  # PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i), the angle written down
+        angles = written(np.outer(inputs[0][:, 0], inputs[1][0]))
+        return np.stack([np.sin(angles), np.cos(angles)], axis=2).reshape(len(angles), -1)
+    if step.op == "rope":  # each pair (x, y) of row m turned by m theta_i; the angle, cos and sin written
+        x, angles = inputs[0], written(np.outer(inputs[1][:, 0], inputs[2][0]))
+        c, s = written(np.cos(angles)), written(np.sin(angles))
+        out = np.empty_like(x)
+        out[:, 0::2] = x[:, 0::2] * c - x[:, 1::2] * s
+        out[:, 1::2] = x[:, 0::2] * s + x[:, 1::2] * c
+        return out
+    if step.op == "alibi-bias":  # -m |p_i - p_j|
+        p = inputs[0][:, 0]
+        return -inputs[1][0, 0] * np.abs(p[:, None] - p[None, :])
     raise AssertionError(f"the test's student cannot work the op {step.op!r}")
 
 

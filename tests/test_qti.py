@@ -161,6 +161,25 @@ def step_interval(step, inputs, spec, decimals):
     if step.op == "spread":  # √d_k of a stated (exact) d_k, and 1
         d_k = inputs[0][0][0][0]
         return interval([[np.sqrt(d_k), 1.0]])
+    if step.op in ("sinusoid", "rope"):  # angles p·w written, then their cos and sin written
+        positions, rates = inputs[-2], inputs[-1]
+        angle = times(interval(positions[0][:, :1], positions[1][:, :1]), interval(rates[0], rates[1]))
+        middle, reach = (angle[0] + angle[1]) / 2, (angle[1] - angle[0]) / 2 + u  # |sin'|, |cos'| <= 1
+        sin = interval(np.sin(middle) - reach - u, np.sin(middle) + reach + u)
+        cos = interval(np.cos(middle) - reach - u, np.cos(middle) + reach + u)
+        if step.op == "sinusoid":
+            return tuple(np.stack([sin[k], cos[k]], axis=2).reshape(len(middle), -1) for k in (0, 1))
+        (low, high), h = inputs[0], inputs[0][0].shape[1] // 2
+        x, y = interval(low[:, 0::2], high[:, 0::2]), interval(low[:, 1::2], high[:, 1::2])
+        xc, ys, xs, yc = times(x, cos), times(y, sin), times(x, sin), times(y, cos)
+        out_low, out_high = np.empty((len(low), 2 * h)), np.empty((len(low), 2 * h))
+        out_low[:, 0::2], out_high[:, 0::2] = xc[0] - ys[1], xc[1] - ys[0]
+        out_low[:, 1::2], out_high[:, 1::2] = xs[0] + yc[0], xs[1] + yc[1]
+        return interval(out_low, out_high)
+    if step.op == "alibi-bias":  # -m |p_i - p_j|, the positions whole numbers
+        p, (m_low, m_high) = inputs[0][0][:, 0], inputs[1]
+        distance = np.abs(p[:, None] - p[None, :])
+        return interval(-m_high[0, 0] * distance, -m_low[0, 0] * distance)
     raise AssertionError(f"no interval rule for the op {step.op!r}")
 
 

@@ -235,7 +235,8 @@ PROJECTIONS = {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 2], [1, 1]], "V": [[1, 0
 TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake": "column-softmax"}, "backward": {},
              "softmax-jacobian": {"row": 2}, "kv-cache": {},
              "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2},
-             "cross": {}, "grouped": {"W_O": [[1, 0], [1, 1]]}, "counting": {}, "why-scale": {}}
+             "cross": {}, "grouped": {"W_O": [[1, 0], [1, 1]]}, "counting": {}, "positions": {"encoding": "rope"},
+             "why-scale": {}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
            "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}
 

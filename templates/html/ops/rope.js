@@ -1,0 +1,1 @@
+(step, x, p, t) => x.map((row, m) => { const out = row.slice(), h = row.length / 2; t[0].forEach((theta, i) => { const a = p[m][0] * theta * (step.direction || 1), j = step.halves ? i : 2 * i, k = step.halves ? i + h : 2 * i + 1; out[j] = row[j] * Math.cos(a) - row[k] * Math.sin(a); out[k] = row[j] * Math.sin(a) + row[k] * Math.cos(a); }); return out; })

@@ -1,0 +1,1 @@
+(step, p, w) => p.map(([pos]) => [].concat(...w[0].map((f) => { const a = pos * f * (step.degrees ? Math.PI / 180 : 1); return step.swapped ? [Math.cos(a), Math.sin(a)] : [Math.sin(a), Math.cos(a)]; })))
