@@ -25,13 +25,13 @@ def rounded(values, decimals):
     return np.where(finite, np.round(np.where(finite, values, 0.0), decimals), values)
 
 
-def by_hand(step, inputs, decimals, spec):
-    """One step as a student works it: sqrt(d_k), each exponential and a row's dot product
-    written to the shown decimals, then the result rounded to them."""
-    return rounded(worked(step, inputs, spec, decimals), decimals)
+def by_hand(step, inputs, decimals, spec, inverse=False):
+    """One step as a student works it: sqrt(d_k) (or, ``inverse``, 1/sqrt(d_k)), each exponential
+    and a row's dot product written to the shown decimals, then the result rounded to them."""
+    return rounded(worked(step, inputs, spec, decimals, inverse), decimals)
 
 
-def worked(step, inputs, spec, decimals=None):
+def worked(step, inputs, spec, decimals=None, inverse=False):
     """One step of a plan from its inputs, by the op's definition; with ``decimals``, what the
     student writes down on the way (sqrt(d_k), exponentials, a row's dot product) is rounded
     to them.  Written apart from the project's own arithmetics."""
@@ -49,6 +49,8 @@ def worked(step, inputs, spec, decimals=None):
             return x
         if step.factor == "one-over-dk":
             return x / spec.d_k
+        if spec.scale is None and inverse:  # times 1/sqrt(d_k), written to the shown decimals
+            return x * written(1 / np.sqrt(spec.d_k))
         if spec.scale is None:
             return x / written(np.sqrt(spec.d_k))
         return x * float(spec.scale)
@@ -126,7 +128,7 @@ def page_tolerances(question, decimals):
     return found
 
 
-def false_marks(question, decimals):
+def false_marks(question, decimals, inverse=False):
     """Entries the rounding student gets marked wrong: in Moodle (every step from their own
     rounded chain, from the matrices the statement shows as shown), and on the page (each
     step from exactly the values they typed)."""
@@ -146,7 +148,7 @@ def false_marks(question, decimals):
                     name, rounded(key, decimals))
                 continue
             inputs = [mine[i] for i in step_def.inputs]
-            mine[step.name] = written[name] = by_hand(step_def, inputs, decimals, solution.spec)
+            mine[step.name] = written[name] = by_hand(step_def, inputs, decimals, solution.spec, inverse)
             seen = np.isfinite(key)
             if id(step) in moodle:
                 off = np.abs(np.where(seen, mine[step.name], 0.0) - np.where(seen, key, 0.0))
@@ -166,6 +168,16 @@ def test_a_student_who_rounds_is_never_marked_wrong(difficulty, decimals):
     marked = []
     for question in solved_set(draw_options(difficulty, decimals=decimals), 17, 56, 1, types):
         marked += false_marks(question, decimals)
+    assert marked == []
+
+
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_a_student_who_multiplies_by_a_rounded_one_over_root_dk_is_never_marked_wrong(decimals):
+    # 1/sqrt(8) written 0.3536 moves a score of 3 by 1.4e-4, eight times what sqrt(8) written
+    # 2.8284 moves it: a student who scales so was marked wrong on hard problems
+    marked = []
+    for question in solved_set(draw_options("hard", decimals=decimals), 17, 24, 1, ("full", "why-scale")):
+        marked += false_marks(question, decimals, inverse=True)
     assert marked == []
 
 

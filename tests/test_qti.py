@@ -115,9 +115,9 @@ def step_interval(step, inputs, spec, decimals):
         return interval(low.sum(axis=1), high.sum(axis=1))
     if step.op == "scaling":
         factor = {"one": interval(1.0), "one-over-dk": interval(1.0 / spec.d_k)}.get(step.factor)
-        if factor is None and spec.scale is None:
-            divisor = read(np.sqrt(spec.d_k), decimals)
-            factor = interval(1 / divisor[1], 1 / divisor[0])
+        if factor is None and spec.scale is None:  # divided by sqrt(d_k) or times 1/sqrt(d_k), each written
+            divisor, inverse = read(np.sqrt(spec.d_k), decimals), read(1 / np.sqrt(spec.d_k), decimals)
+            factor = interval(min(1 / divisor[1], inverse[0]), max(1 / divisor[0], inverse[1]))
         elif factor is None:
             factor = read(float(spec.scale), decimals)
         return times(inputs[0], factor)

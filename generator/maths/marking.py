@@ -143,10 +143,11 @@ def scaling_tolerance(step, inputs, errors, u, spec):
         return e
     if step.factor == "one-over-dk":
         return e / spec.d_k
-    if spec.scale is None:  # x / sqrt(d_k), with sqrt(d_k) written to the shown places
-        divisor = np.sqrt(spec.d_k)
-        written = 0.0 if _shown_exactly(divisor, u) else u
-        return e / divisor + np.abs(x) * written / divisor**2
+    if spec.scale is None:  # x / sqrt(d_k), with sqrt(d_k) written to the shown places, or x
+        divisor = np.sqrt(spec.d_k)  # times 1/sqrt(d_k) written so (the larger reach, by d_k)
+        by_root = 0.0 if _shown_exactly(divisor, u) else u / divisor**2
+        by_inverse = 0.0 if _shown_exactly(1 / divisor, u) else u
+        return e / divisor + np.abs(x) * max(by_root, by_inverse)
     factor = float(spec.scale)
     written = 0.0 if _shown_exactly(factor, u) else u
     return abs(factor) * e + np.abs(x) * written
