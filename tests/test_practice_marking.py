@@ -158,3 +158,34 @@ def test_a_swap_is_marked_against_the_shown_matrices_swapped(tmp_path, run_cli):
             assert (np.abs(OPS["pick"](step, shown) - key) <= tolerance).all()
             unchanged_caught += bool((np.abs(shown - key) > tolerance).any())
     assert unchanged_caught >= 36  # of 40 grids (a swap of two equal rows would change nothing)
+
+
+@needs_browser
+def test_a_count_typed_with_its_thousands_grouped_is_read_as_the_count(tmp_path):
+    """1,024 in a grid of whole numbers (a count) is a thousand and twenty-four, as a student
+    writes it, and 1,048,576 a million; elsewhere a comma is still a decimal comma (0,5)."""
+    from generator.cli import main
+    (tmp_path / "layer.toml").write_text('type = "counting"\nmodel_dim = 512\nheads = 8\n')
+    assert main(["--spec", str(tmp_path / "layer.toml"), "--format", "html", "--out", str(tmp_path / "c")]) == 0
+    with browser_page(tmp_path / "c" / "practice.html") as page:
+        part = page.locator("section.problem .part").first
+        grids = part.locator("table.grid")
+        values = page.evaluate("""() => { const d = JSON.parse(document.getElementById("answers").textContent);
+            const p = Object.values(d.problems)[0]; return Object.keys(p.steps).filter((k) => k.startsWith("a"))
+            .map((k) => p.steps[k].values[0][0]); }""")
+        assert any(v >= 10**6 for v in values) and any(1000 <= v < 10**6 for v in values)
+        for k, value in enumerate(values):
+            grids.nth(k).locator("input").fill(f"{value:,}")
+        part.locator("button.check").click()
+        marks = [grids.nth(k).locator("td").first.get_attribute("data-mark") for k in range(len(values))]
+        assert marks == ["right"] * len(values), list(zip(values, marks))
+    assert main(["--types", "full", "--count", "1", "--seed", "3", "--format", "html", "--out", str(tmp_path / "f")]) == 0
+    with browser_page(tmp_path / "f" / "practice.html") as page:
+        part = page.locator("section.problem .part").first
+        grid = part.locator("table.grid").first
+        wrong_way = page.evaluate("""() => { const d = JSON.parse(document.getElementById("answers").textContent);
+            return Object.values(d.problems)[0].steps.a0.values; }""")
+        fill(grid, [[str(x).replace(".", ",") for x in row] for row in wrong_way])
+        part.locator("button.check").click()
+        cells = grid.locator("td")
+        assert {cells.nth(k).get_attribute("data-mark") for k in range(cells.count())} == {"right"}

@@ -9,9 +9,12 @@
   const data = JSON.parse(document.getElementById("answers").textContent);
   document.documentElement.classList.add("js");  // shows what needs the script (Check, Clear)
 
-  // A typed entry: {value} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3, 0,5.
-  function parseEntry(text) {
-    const t = text.trim().replace(/\u2212/g, "-").replace(/,/g, ".").replace(/\s+/g, "");
+  // A typed entry: {value} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3, 0,5,
+  // and, where the grid's answers are whole numbers (a count), 1,024 and 1,048,576 grouped.
+  function parseEntry(text, whole) {
+    let t = text.trim().replace(/\u2212/g, "-").replace(/\s+/g, "");
+    if (whole && /^[-+]?\d{1,3}(,\d{3})+$/.test(t)) t = t.replace(/,/g, "");
+    t = t.replace(/,/g, ".");
     if (t === "") return { blank: true };
     if (/^-(inf|infinity|\u221e)$/i.test(t)) return { value: -Infinity };
     const number = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
@@ -25,13 +28,14 @@
 
   // A grid's entries (masked cells, which have no input, read as -Infinity); null if any is
   // blank or unreadable: the step then counts as not given.
-  function readGrid(table) {
+  function readGrid(table, problem) {
+    const whole = wholeGrid(problem, table);
     const rows = [];
     for (const tr of table.querySelectorAll("tr")) {
       const row = [];
       for (const td of tr.querySelectorAll("td")) {
         const input = td.querySelector("input");
-        const entry = input ? parseEntry(input.value) : { value: -Infinity };
+        const entry = input ? parseEntry(input.value, whole) : { value: -Infinity };
         if (entry.value === undefined) return null;
         row.push(entry.value);
       }
@@ -64,13 +68,19 @@
 
   const asMatrix = (m) => m && m.map((row) => row.map((x) => (x === null ? -Infinity : x)));
 
+  // Whether every answer of a grid is a whole number (a count: its digits may come grouped).
+  function wholeGrid(problem, table) {
+    const step = problem.steps[table.dataset.step];
+    return Boolean(step) && step.values.every((row) => row.every((v) => v === null || Number.isInteger(v)));
+  }
+
   // An input of a step as the student has it: their grid of that name when it is filled in,
   // else the matrix as the page shows it (given, or shown in the statement), else the key's
   // (a step left blank or not asked). "own" when it is theirs or as shown: then only the
   // step's own rounding can move its result (the local tolerance), else the chain's.
   function inputOf(section, problem, name) {
     const table = section.querySelector(`table.grid[data-name="${CSS.escape(name)}"]`);
-    const mine = table && readGrid(table);
+    const mine = table && readGrid(table, problem);
     if (mine) return { values: mine, own: true };
     if (name in problem.given) return { values: asMatrix(problem.given[name]), own: true };
     return { values: asMatrix(problem.known[name]), own: false };
@@ -121,7 +131,7 @@
         const input = td.querySelector("input");
         if (!input) return;
         total += 1;
-        const entry = parseEntry(input.value);
+        const entry = parseEntry(input.value, wholeGrid(problem, table));
         if (entry.blank) { setMark(td, input, null); return; }
         if (entry.error) { unread += 1; setMark(td, input, "unread", entry.error); messages.add(entry.error); return; }
         const ok = within(entry.value, step.values[i][j], step.chain[i][j])
@@ -132,7 +142,7 @@
       });
     });
     if (right < total && !unread) {
-      const typed = readGrid(table);
+      const typed = readGrid(table, problem);
       const why = typed && diagnosis(section, problem, graph, typed, expected, tolerance);
       if (why) messages.add(why);
     }
@@ -195,7 +205,7 @@
   function rightChoices(section, part, problem) {
     const grid = (problem.top_of || {})[part.dataset.part];
     const table = grid && section.querySelector(`table.grid[data-name="${CSS.escape(grid)}"]`);
-    const mine = table && readGrid(table);
+    const mine = table && readGrid(table, problem);
     if (!mine) return [problem.answers[part.dataset.part]];
     const top = Math.max(...mine[0]);
     return mine[0].flatMap((x, k) => (x === top ? [k] : []));
