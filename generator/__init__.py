@@ -5,6 +5,7 @@ from generator.kinds import full, row, mistake, permute, masked, heads, concept,
 from generator.kinds import softmax_jacobian, kv_cache  # noqa: F401,I001
 from generator.kinds import cross  # noqa: F401
 from generator.kinds import grouped  # noqa: F401
+from generator.kinds import block  # noqa: F401
 
 # The library's front door (``api``), loaded when first asked for: ``from generator import
 # Options, generate``.  Late, so that importing one module of the package (a forked child's,
