@@ -107,7 +107,7 @@ def block_plan(spec) -> tuple[StepDef, ...]:
     if pre:
         plan += [replace(own["ln1"], inputs=("X", "gamma", "beta")), *attention, residual, own["ln2"],
                  replace(own["ffn_in"], inputs=("ln2", "W_1", "b_1")), own["hidden"], own["ffn"],
-                 replace(own["block"], op="add", inputs=("res1", "ffn"), text="block = res1 + ffn")]
+                 replace(own["block"], op="add", inputs=("res1", "ffn"), text="block = res1 + ffn", marks=1)]
     else:
         plan += [*attention, residual, own["ln1"], own["ffn_in"], own["hidden"], own["ffn"], own["res2"],
                  own["block"]]
@@ -205,7 +205,8 @@ STATEMENT = (
     r"\operatorname{LN}(N_1 + \operatorname{FFN}(N_1))${% endif %}. "
     r"Attention is $\operatorname{softmax}(QK^{\top}/\sqrt{d_k})\,V$"
     r"{% if 'W_O' in spec.matrices %}, then projected by $W_O${% endif %}"
-    r"{% if n == 1 %} (with one token its one weight is 1, so its output is its value row){% endif %}; "
+    r"{% if n == 1 %} (with one token its one weight is 1, so its output is its value row, whatever "
+    r"$W_Q$ and $W_K$){% endif %}; "
     r"$\operatorname{FFN}(N) = \operatorname{ReLU}(N W_1 + b_1)\, W_2 + b_2$. "
     r"$\operatorname{LN}$ normalises each row on its own: $\mu$ its mean, $\sigma^2$ the mean of its "
     r"squared deviations (divided by $d_{\text{model}}$), $\hat{x} = (x - \mu)/\sigma$ (here "
@@ -233,7 +234,7 @@ PROMPTS = {
                   r"and $F = H W_2 + b_2$."),
     "block-out": (r"{% if spec.params.norm == 'pre' %}Add the second residual connection: the block's "
                   r"output $Y = R_1 + F$.{% else %}Add the second residual connection, $R_2 = N_1 + F$, "
-                  r"and normalise: the block's output $Y = \operatorname{LN}(R_2)${% endif %}"),
+                  r"and normalise: the block's output $Y = \operatorname{LN}(R_2)$.{% endif %}"),
     "block-permute": r"Suppose a sequence of tokens is put through this block in another order (its rows "
                      r"of $X$ permuted). What happens to $Y$?",
 }
@@ -299,13 +300,20 @@ def _small(rng, size, p=(0.25, 0.35, 0.4)):
 
 @functools.cache
 def nice_rows() -> tuple[tuple[int, ...], ...]:
-    """Every row of d_model whole numbers from -2 to 3 that LayerNorm turns into short decimals
-    (72 of the 1296), worked out on the first draw."""
-    return tuple(row for row in itertools.product(range(-2, 4), repeat=D_MODEL) if readable_root(row))
+    """Every row of d_model whole numbers from -3 to 4 that LayerNorm turns into short decimals,
+    worked out on the first draw.  Most hold two values (their x̂ is ±1, whatever they are); the
+    others are (-3, 0, 1, 4) shifted and reordered, σ = 5/2 and x̂ = ±1.4 and ±0.2 (with d_model = 4
+    no other row of small whole numbers has a rational σ: hence d_model 4, not 3)."""
+    return tuple(row for row in itertools.product(range(-3, 5), repeat=D_MODEL) if readable_root(row))
+
+
+def _varied(row) -> bool:
+    return len(set(row)) > 2
 
 
 def _nice(rng) -> list[int]:
-    rows = nice_rows()
+    """A nice row, one of the varied ones (more than two values) half the time."""
+    rows = [row for row in nice_rows() if _varied(row) == bool(rng.integers(2))]
     return list(rows[int(rng.integers(len(rows)))])
 
 
@@ -324,7 +332,8 @@ def _steered(rng, source, w_v, w_o, residual_of):
         return None
     k = pivots[int(rng.integers(len(pivots)))]
     residual = residual_of(last)
-    target = min(nice_rows(), key=lambda row: (sum(abs(t - r) for t, r in zip(row, residual)), rng.random()))
+    target = min(nice_rows(), key=lambda row: (sum(abs(t - r) for t, r in zip(row, residual))
+                                               - 2 * _varied(row), rng.random()))
     last[k] = [int(w + (t - r) * before[k]) for w, t, r in zip(last[k], target, residual)]
     return last if all(abs(w) <= 2 for w in last[k]) else None
 
@@ -401,7 +410,7 @@ def _draw_once(rng, sizes, norm) -> dict | None:
 CHOICE = "{{ choice }}"
 
 register(QuestionType(
-    NAME, block_question, "One Transformer block: attention, residual, LayerNorm, feed-forward",
+    NAME, block_question, "One Transformer block, step by step",
     STATEMENT, prompts=PROMPTS, keys={"block-permute": answer_with_slips()}, after=AFTER, choice=CHOICE,
     params=(Param("norm", read_norm, default="post"),), check=_check,
     matrices=tuple(name for name, _ in OWN_GIVEN), may_take=("W_O",), draw_options=draw_options,
