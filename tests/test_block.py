@@ -224,3 +224,22 @@ def test_a_bad_spec_fails_in_one_line(change, says):
         solve_checked(spec_from_record(record, "b", "b.toml"))
     message = str(caught.value)
     assert says in message and "\n" not in message
+
+
+@SETTINGS
+@given(records(), st.sampled_from([2, 4]))
+def test_a_student_who_rounds_is_never_marked_wrong_on_any_spec(record, decimals):
+    """The rounding student of test_marking (every step worked from their own rounded values, μ,
+    σ², σ and x̂ written down) on spec files' numbers, decimals and softmaxes included: neither the
+    page nor Moodle's and Canvas's gaps mark them wrong."""
+    from test_marking import false_marks
+
+    try:
+        question = solve_checked(spec_from_record(record, "block"))
+    except SpecError:
+        return
+    sigmas = [line.deviation.value for step in question.solution.steps if step.kind == "layer-norm"
+              for line in step.working]
+    if min(sigmas) < 0.1:  # a row all but constant: rounding to the shown places is no longer small
+        return
+    assert false_marks(question, decimals) == []
