@@ -10,6 +10,7 @@ import sympy
 from conftest import solved_set, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
 
 from generator.kinds.block import readable_root
 from generator.kinds.sampling import draw_options
@@ -243,3 +244,54 @@ def test_a_student_who_rounds_is_never_marked_wrong_on_any_spec(record, decimals
     if min(sigmas) < 0.1:  # a row all but constant: rounding to the shown places is no longer small
         return
     assert false_marks(question, decimals) == []
+
+
+def page_layer_norm(step, x, gamma, beta):
+    mean = x.mean(axis=1, keepdims=True)
+    return gamma * (x - mean) / np.sqrt(x.var(axis=1, keepdims=True)) + beta
+
+
+@needs_browser
+def test_the_page_marks_students_from_their_own_values(tmp_path):
+    """Four students type block problems into the practice page (test_practice_students'): who
+    rounds, who keeps full precision, who slips early and carries it forward; every cell is marked
+    right but the slipped one (the page works each step from the student's own earlier grids); a
+    LayerNorm over n − 1 is marked wrong and named."""
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    students.OPS.setdefault("layer-norm", page_layer_norm)
+    students.OPS.setdefault("linear", lambda s, x, w, b: x @ w + b)
+    students.OPS.setdefault("relu", lambda s, z: np.maximum(z, 0.0))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        for decimals, difficulty in ((2, "medium"), (4, "hard")):
+            out = tmp_path / f"d{decimals}"
+            assert main(["--practice", "--types", "block", "--count", "4", "--seed", "6", "--decimals",
+                         str(decimals), "--difficulty", difficulty, "--format", "html", "--out", str(out)]) == 0
+            page = browser.new_page()
+            errors: list = []
+            page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
+            page.goto((out / "practice.html").as_uri())
+            problems = students.marking_data(out / "practice.html")
+            for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, decimals).items():
+                assert cells > 50 and wrong == slipped, (decimals, way, sorted(wrong ^ slipped)[:10])
+            page = browser.new_page()  # the students' grids gone: R_1 is the key's
+            page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
+            page.goto((out / "practice.html").as_uri())
+            problem_id, problem = next(iter(problems.items()))
+            grids = students.grids_of(problem)
+            name = "ln2" if "ln2" in grids else "ln1"
+            source = grids["res1"]
+            gamma, beta = (np.array(problem["given"][g], dtype=float) for g in ("gamma", "beta"))
+            unbiased = gamma * (source - source.mean()) / source.std(ddof=1) + beta
+            letter = next(key[0] for key, grid in problem["steps"].items() if grid["name"] == name)
+            marks = students.type_and_check(page, {problem_id: {name: students.texts(
+                unbiased, unbiased, decimals)}}, [[problem_id, letter]])
+            said = marks[f"{problem_id} ({letter})"]
+            assert "wrong" in marks[f"{problem_id} {name}"] and "n − 1" in str(said), said
+            assert errors == []
+        browser.close()
