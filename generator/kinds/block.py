@@ -268,7 +268,7 @@ def draw_options(options):
     """A cheap candidate (the block draws its own numbers, ``draw_params``), no mask; the
     candidate's width says the difficulty to ``draw_params`` (2, 3, 4: easy, medium, hard), which
     is handed the candidate alone."""
-    return replace(options, tokens=(2, 2), d_model=2 + LEVELS.index(options.difficulty), d_k=2, d_v=2,
+    return replace(options, tokens=(2, 2), d_model=2 + LEVELS.index(options.difficulty), d_k=4, d_v=2,
                    mask="none", embeddings="integer", weights="integer")
 
 
