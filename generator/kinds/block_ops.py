@@ -78,7 +78,9 @@ def _decimal_row(index: int, row, gamma, beta, num, where: str) -> NormRow:
     (the root of a sum of exponentials, divided into each), so the row is worked in 30 significant
     digits (sympy Floats, far beyond any shown digit and the 1e-9 of every check)."""
     def digits(value) -> Num:
-        return Num(value, float(value))
+        short = sympy.Rational(round(value * 10**6), 10**6)  # 3, not 3.0000: a short decimal exactly
+        return Num(short, float(short)) if abs(value - short) < sympy.Float(10) ** (6 - DIGITS) else (
+            Num(value, float(value)))
 
     values = [sympy.Float(x.exact.evalf(DIGITS), DIGITS) for x in row]
     n = len(values)
