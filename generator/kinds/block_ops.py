@@ -13,6 +13,7 @@ page's JavaScript in templates/html/ops/<op>.js), as for the built-in ops.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -118,29 +119,35 @@ def layer_norm_numeric(step_def, x, gamma, beta, **_):
 
 def layer_norm_tolerance(step_def, inputs, errors, u, spec):
     """How far γ(x − μ)/σ + β moves when x moves by e, and the student writes μ, σ², σ and x̂ to the
-    shown places (u).  To first order x̂ moves by J e, J_jk = (δ_jk − 1/n − x̂_j x̂_k / n)/σ (a shift
-    of every entry, or a scaling, moves nothing), bounded entry by entry, with a fifth more and the
-    second order for what the first leaves; the written μ moves x̂ by u/σ, σ² by |x̂| u/(2σ²), σ by
-    |x̂| u/σ, x̂ itself by u.  Where e is not small beside σ: each deviation moves by a = e + ē and σ
-    by at most r, their root mean square, so x̂ by (a + |x̂| r)/(σ − r); at worst |x̂| ≤ √n."""
+    shown places (u): x̂ over every corner of the box x ± e (a shift of every entry, or a scaling,
+    moves nothing: the corners see it, where a bound entry by entry would add every error up),
+    with a tenth more for its curvature; the written μ moves x̂ by u/σ, σ² by |x̂| u/(2σ²), σ by
+    |x̂| u/σ, x̂ itself by u.  Past 8 columns (256 corners) the first order, J e with J_jk =
+    (δ_jk − 1/n − x̂_j x̂_k / n)/σ, and a fifth more.  A box reaching a constant row: |x̂| ≤ √n."""
     x, gamma = inputs[0], inputs[1]
-    e = errors[0]
     n = x.shape[1]
-    deviations = x - x.mean(axis=1, keepdims=True)
-    sigma = np.sqrt((deviations**2).mean(axis=1, keepdims=True))
-    hat = deviations / sigma
-    rows = []
-    for row_hat, row_e, s in zip(hat, e, sigma[:, 0]):
-        jacobian = np.abs(np.eye(n) - 1 / n - np.outer(row_hat, row_hat) / n) / s
-        largest = row_e.max() / s
-        first = 1.2 * jacobian @ row_e + 3 * n * largest**2
-        written = u / s + np.abs(row_hat) * (u / (2 * s * s) + u / s) + u
-        # beyond the first order: each deviation moves by a = e_j + ē, σ by at most r = RMS(a)
-        moved = row_e + row_e.mean()
-        r = math.sqrt((moved**2).mean())
-        wide = (moved + np.abs(row_hat) * r) / (s - r) if r < 0.9 * s else np.full(n, math.sqrt(n) + 1)
-        rows.append((first if largest < 0.25 else wide) + written)
+    rows = [_row_reach(row, row_e, u, n) for row, row_e in zip(x, errors[0])]
     return np.abs(gamma) * np.minimum(np.array(rows), math.sqrt(n) + 1)
+
+
+def _normalised(rows: np.ndarray) -> np.ndarray:
+    deviations = rows - rows.mean(axis=-1, keepdims=True)
+    return deviations / np.sqrt((deviations**2).mean(axis=-1, keepdims=True))
+
+
+def _row_reach(row: np.ndarray, e: np.ndarray, u: float, n: int) -> np.ndarray:
+    deviations = row - row.mean()
+    sigma = math.sqrt((deviations**2).mean())
+    hat = deviations / sigma
+    written = u / sigma + np.abs(hat) * (u / (2 * sigma * sigma) + u / sigma) + u
+    if math.sqrt(((e + e.mean()) ** 2).mean()) >= 0.9 * sigma:
+        return np.full(n, math.sqrt(n) + 1)  # the box holds a row all but constant
+    if n <= 8:
+        signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
+        moved = np.abs(_normalised(row + signs * e) - hat).max(axis=0)
+        return 1.1 * moved + written
+    jacobian = np.abs(np.eye(n) - 1 / n - np.outer(hat, hat) / n) / sigma
+    return 1.2 * jacobian @ e + 3 * n * (e.max() / sigma) ** 2 + written
 
 
 def layer_norm_shape(step_def, shapes):
@@ -303,8 +310,9 @@ def relu_numeric(step_def, z, **_):
 
 
 def relu_tolerance(step_def, inputs, errors, u, spec):
-    """max(0, z) moves no further than z does."""
-    return errors[0]
+    """max(0, z) moves no further than z does, and not at all where z stays below 0."""
+    highest = inputs[0] + errors[0]
+    return np.where(highest < 0, 0.0, np.minimum(errors[0], np.maximum(highest, 0.0)))
 
 
 def relu_slips(step_def, sym, spec, before, whole=None):
