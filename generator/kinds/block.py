@@ -243,8 +243,11 @@ AFTER = {
                       r"LayerNorm rescales each token's row on its own, whatever the other tokens hold."),
     "block-norm": (r"Before $\gamma$ and $\beta$ every row of $\hat{x}$ has mean 0 and variance 1: "
                    r"LayerNorm rescales each token's row on its own, whatever the other tokens hold."),
-    "block-ffn": (r"ReLU sets each negative entry of $Z$ to 0, and only there: $F$ adds $H$'s rows of "
-                  r"$W_2$ with no ReLU after it."),
+    "block-ffn": (r"{% set ns = namespace(below=0, all=0) %}{% for row in part.steps[0].entries %}"
+                  r"{% for z in row %}{% set ns.all = ns.all + 1 %}{% if z.value < 0 %}"
+                  r"{% set ns.below = ns.below + 1 %}{% endif %}{% endfor %}{% endfor %}"
+                  r"ReLU set {{ ns.below }} of the {{ ns.all }} entries of $Z$ to 0, those below 0, and "
+                  r"kept the rest; $F = HW_2 + b_2$ takes no ReLU: a negative entry of $F$ stays negative."),
     "block-out": (r"{% if spec.params.norm == 'pre' %}Under pre-LN the output is not normalised: the "
                   r"residual path $X \to R_1 \to Y$ adds the sublayers' outputs and is never rescaled, "
                   r"which is why deep pre-LN stacks train more stably (and end with a final LayerNorm)."
