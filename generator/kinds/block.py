@@ -211,7 +211,7 @@ STATEMENT = (
     r"$\operatorname{LN}$ normalises each row on its own: $\mu$ its mean, $\sigma^2$ the mean of its "
     r"squared deviations (divided by $d_{\text{model}}$), $\hat{x} = (x - \mu)/\sigma$ (here "
     r"$\varepsilon = 0$), then $\gamma \odot \hat{x} + \beta$; both LayerNorms share the given "
-    r"$\gamma$ and $\beta$.",
+    r"scale $\gamma$ (gamma) and shift $\beta$ (beta).",
     GIVEN,
     r"Work the block through, showing every intermediate result.")
 PROMPTS = {
@@ -380,6 +380,8 @@ def _draw_once(rng, sizes, norm) -> dict | None:
     if last is None:
         return None
     w_v, w_o = (w_v, last) if w_o is not None else (last, None)
+    if any(v == 0 for v in sympy.Matrix([source]) * sympy.Matrix(w_v)):
+        return None  # a 0 in V's one row is a column of the working that is 0
     residual = residual_of(last)
     if not readable_root(residual):
         return None

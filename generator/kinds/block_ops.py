@@ -185,14 +185,12 @@ def layer_norm_seconds(step, cost) -> int:
 
 
 def layer_norm_first(w) -> str:
-    """The hint's first line: the first row's mean, variance and σ."""
+    """The hint's first line: the first row's mean, as the key's working writes it (σ² and σ
+    follow from it there)."""
     line = w.line
     entries = " + ".join(fmt.parenthesized(w.text(x)) if k else w.text(x)
                          for k, x in enumerate(line.inputs))
-    squares = " + ".join(f"{fmt.parenthesized(w.text(d))}²" for d in line.deviations)
-    n = len(line.inputs)
-    return (f"row {line.row + 1}: μ = ({entries}) / {n} {w.result(line.mean)}; "
-            f"σ² = ({squares}) / {n} {w.result(line.variance)}; σ {w.result(line.deviation)}.")
+    return f"row {line.row + 1}'s mean μ = ({entries}) / {len(line.inputs)} {w.result(line.mean)}."
 
 
 LAYER_NORM_OP = ops.Op(
