@@ -296,3 +296,31 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
             assert "wrong" in marks[f"{problem_id} {name}"] and "n − 1" in str(said), said
             assert errors == []
         browser.close()
+
+
+def test_a_50_minute_paper_with_full_fits_and_no_calculator_draws(tmp_path, run_cli):
+    """A 50-minute sitting of block and full problems fits; without a calculator the block is drawn
+    as ever (σ is 1/2, 1, 2 or 5/2: no long division, no exponential)."""
+    import re
+
+    code, _, err = run_cli("--minutes", "50", "--types", "block,full", "--versions", "2", "--seed", "11",
+                           "--out", tmp_path / "fit")
+    assert code == 0, err
+    minutes = re.findall(r"about (\d+) minutes of working", (tmp_path / "fit" / "questions.md").read_text())
+    assert minutes and all(int(m) <= 50 for m in minutes)
+    code, _, err = run_cli("--no-calculator", "--types", "block", "--count", "3", "--seed", "2", "--out",
+                           tmp_path / "nc")
+    assert code == 0, err
+    for problem in re.findall(r"about (\d+) min\)", (tmp_path / "nc" / "questions.md").read_text()):
+        assert 8 <= int(problem) <= 15
+
+
+@pytest.mark.parametrize("difficulty", LEVELS)
+def test_a_drawn_block_takes_8_to_15_minutes(tmp_path, run_cli, difficulty):
+    import re
+
+    code, _, err = run_cli("--types", "block", "--count", "4", "--seed", "3", "--difficulty", difficulty,
+                           "--out", tmp_path)
+    assert code == 0, err
+    minutes = re.findall(r"marks, about (\d+) min\)", (tmp_path / "questions.md").read_text())
+    assert len(minutes) == 4 and all(8 <= int(m) <= 15 for m in minutes), minutes
