@@ -184,7 +184,7 @@ def test_the_typical_slips_are_marked_wrong(difficulty):
         if (get["ffn"] < -0.05).any():
             assert wrong(question, "ffn", relu_after)
         # ReLU left out
-        assert wrong(question, "hidden", get["ffn_in"])
+        assert wrong(question, "ffn_hidden", get["ffn_in"])
 
 
 def test_the_page_names_the_slips():

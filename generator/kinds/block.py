@@ -54,9 +54,9 @@ def _own_steps() -> tuple[StepDef, ...]:
                 r"$N_2 = \operatorname{LN}({{ 'ln2' | input_of | sym }})$", marks=2),
         StepDef("ffn_in", block_ops.LINEAR, ("ln1", "W_1", "b_1"), "Z", "ffn_in = {0} W_1 + b_1",
                 r"$Z = {{ 'ffn_in' | input_of | sym }}\, W_1 + b_1$", marks=1),
-        StepDef("hidden", block_ops.RELU, ("ffn_in",), "H", "hidden = ReLU(ffn_in)",
+        StepDef("ffn_hidden", block_ops.RELU, ("ffn_in",), "H", "ffn_hidden = ReLU(ffn_in)",
                 r"$H = \operatorname{ReLU}(Z) = \max(0, Z)$", marks=1),
-        StepDef("ffn", block_ops.LINEAR, ("hidden", "W_2", "b_2"), "F", "ffn = hidden W_2 + b_2",
+        StepDef("ffn", block_ops.LINEAR, ("ffn_hidden", "W_2", "b_2"), "F", "ffn = ffn_hidden W_2 + b_2",
                 r"$F = H W_2 + b_2$", marks=1),
         StepDef("res2", "add", ("ln1", "ffn"), "R_2", "res2 = ln1 + ffn", r"$R_2 = N_1 + F$", marks=1),
         StepDef("block", norm, ("res2", "gamma", "beta"), "Y", "block = LayerNorm(res2)",
@@ -106,10 +106,10 @@ def block_plan(spec) -> tuple[StepDef, ...]:
     residual = replace(own["res1"], inputs=("X", sublayer))
     if pre:
         plan += [replace(own["ln1"], inputs=("X", "gamma", "beta")), *attention, residual, own["ln2"],
-                 replace(own["ffn_in"], inputs=("ln2", "W_1", "b_1")), own["hidden"], own["ffn"],
+                 replace(own["ffn_in"], inputs=("ln2", "W_1", "b_1")), own["ffn_hidden"], own["ffn"],
                  replace(own["block"], op="add", inputs=("res1", "ffn"), text="block = res1 + ffn", marks=1)]
     else:
-        plan += [*attention, residual, own["ln1"], own["ffn_in"], own["hidden"], own["ffn"], own["res2"],
+        plan += [*attention, residual, own["ln1"], own["ffn_in"], own["ffn_hidden"], own["ffn"], own["res2"],
                  own["block"]]
     return tuple(plan)
 
@@ -117,7 +117,7 @@ def block_plan(spec) -> tuple[StepDef, ...]:
 def parts_of(spec) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each part's task and its steps, in the order of the plan."""
     attention = tuple(step.name for step in attention_plan(spec, "X"))
-    ffn = ("ffn_in", "hidden", "ffn")
+    ffn = ("ffn_in", "ffn_hidden", "ffn")
     if spec.params.get("norm", "post") == "pre":
         return (("block-norm-in", ("ln1",)), ("block-attention", attention), ("block-residual", ("res1",)),
                 ("block-norm", ("ln2",)), ("block-ffn", ffn), ("block-out", ("block",)))
