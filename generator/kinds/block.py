@@ -341,12 +341,13 @@ def _steered(rng, source, w_v, w_o, residual_of):
     return last if all(abs(w) <= 2 for w in last[k]) else None
 
 
-def draw_params(rng, candidate, decimals: int) -> dict | None:
+def draw_params(rng, candidate, decimals: int, norm: str | None = None) -> dict | None:
     """One token's numbers, drawn until both LayerNorms have readable roots and ReLU bites; medium
-    and hard post-LN or pre-LN alike."""
+    and hard post-LN or pre-LN alike, every version of a problem as its first (``norm`` given)."""
     difficulty = LEVELS[candidate.x.shape[1] - 2]
     sizes = SIZES[difficulty]
-    norm = "post" if difficulty == "easy" else NORMS[int(rng.integers(2))]
+    if norm is None:
+        norm = "post" if difficulty == "easy" else NORMS[int(rng.integers(2))]
     for _ in range(400):
         drawn = _draw_once(rng, sizes, norm)
         if drawn is not None:
@@ -419,7 +420,7 @@ register(QuestionType(
     STATEMENT, prompts=PROMPTS, keys={"block-permute": answer_with_slips()}, after=AFTER, choice=CHOICE,
     params=(Param("norm", read_norm, default="post"),), check=_check,
     matrices=tuple(name for name, _ in OWN_GIVEN), may_take=("W_O",), draw_options=draw_options,
-    draw_params=draw_params, in_default_mix=False, shrinks=()))
+    draw_params=draw_params, shared=("norm",), in_default_mix=False, shrinks=()))
 
 block_ops.register()
 register_steps()
