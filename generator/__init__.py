@@ -7,6 +7,7 @@ from generator.kinds import cross  # noqa: F401
 from generator.kinds import grouped  # noqa: F401
 from generator.kinds import counting  # noqa: F401
 from generator.kinds import positions  # noqa: F401
+from generator.kinds import block  # noqa: F401
 from generator.kinds import why_scale  # noqa: F401
 
 # The library's front door (``api``), loaded when first asked for: ``from generator import

@@ -49,6 +49,12 @@ KEYS = {
     "K": "instead of X and the weights: the keys directly",
     "V": "instead of X and the weights: the values directly",
     "W_O": "the output projection of a `heads` or `grouped` problem (h·d_v × d_model, h the (query) heads)",
+    "gamma": "a `block` problem's LayerNorm scale γ (1 × d_model), both LayerNorms'",
+    "beta": "a `block` problem's LayerNorm shift β (1 × d_model), both LayerNorms'",
+    "W_1": "a `block` problem's first feed-forward weights (d_model × d_ff)",
+    "b_1": "a `block` problem's first feed-forward bias (1 × d_ff)",
+    "W_2": "a `block` problem's second feed-forward weights (d_ff × d_model)",
+    "b_2": "a `block` problem's second feed-forward bias (1 × d_model)",
     "dO": "the upstream gradient of a `backward` or `softmax-jacobian` problem (the output's "
           "shape)",
     "K_cache": "the cached keys of a `kv-cache` problem's t earlier tokens (t × d_k), with `V_cache`",
@@ -79,6 +85,8 @@ PARAMS = {
     "bytes_per_value": "bytes per stored value, e.g. 2 for fp16 (default)",
     "unit": '`"bytes"`, `"KiB"`, `"MiB"` (default), `"GiB"`, `"KB"`, `"MB"` or `"GB"`: the size asked in',
     "row": "which query's row, counted from 1",
+    "norm": '`"post"` (default: LN(x + Sublayer(x)), the original Transformer\'s) or `"pre"` '
+            "(x + Sublayer(LN(x))): where a `block` problem's LayerNorms go",
     "mistake": "which common mistake the worked solution makes",
     "swap": "the two tokens that swap places, e.g. `[1, 3]`",
     "head": "`1`: work head 1 alone, the other heads' outputs given",

@@ -180,7 +180,41 @@ def step_interval(step, inputs, spec, decimals):
         p, (m_low, m_high) = inputs[0][0][:, 0], inputs[1]
         distance = np.abs(p[:, None] - p[None, :])
         return interval(-m_high[0, 0] * distance, -m_low[0, 0] * distance)
+    if step.op == "linear":  # the block's feed-forward layer: X W + b
+        x, w, b = inputs
+        low, high = times(interval(x[0][:, :, None], x[1][:, :, None]), interval(w[0][None], w[1][None]))
+        return interval(low.sum(axis=1) + b[0], high.sum(axis=1) + b[1])
+    if step.op == "relu":
+        (low, high), = inputs
+        return interval(np.maximum(low, 0.0), np.maximum(high, 0.0))
+    if step.op == "layer-norm":
+        return layer_norm_interval(*inputs, u)
     raise AssertionError(f"no interval rule for the op {step.op!r}")
+
+
+def layer_norm_interval(x, gamma, beta, u):
+    """γ(x − μ)/σ + β over every corner of each row's box (LayerNorm is smooth: its extremes over
+    a small box are at its corners, to first order), each moved by what writing μ, σ², σ and x̂ to
+    the shown decimals can add."""
+    import itertools
+
+    rows_low, rows_high = [], []
+    for low, high in zip(x[0], x[1]):
+        ys = []
+        for corner in itertools.product(*zip(low, high)):
+            row = np.array(corner)
+            sigma = row.std()
+            hat = (row - row.mean()) / sigma
+            exact = (low == high).all()  # from an exact row a short decimal is written as it is
+            def rounding(value, exact=exact):
+                return 0.0 if exact and abs(np.round(value / (2 * u)) * 2 * u - value) < 1e-12 else u
+            written = (rounding(row.mean()) / sigma + np.abs(hat) * (rounding(sigma**2) / (2 * sigma**2)
+                       + rounding(sigma) / sigma) + np.array([rounding(h) for h in hat]))
+            ys += [gamma[0][0] * hat + beta[0][0] - np.abs(gamma[0][0]) * written,
+                   gamma[0][0] * hat + beta[0][0] + np.abs(gamma[0][0]) * written]
+        rows_low.append(np.min(ys, axis=0))
+        rows_high.append(np.max(ys, axis=0))
+    return interval(np.array(rows_low), np.array(rows_high))
 
 
 def reaches(question, decimals) -> dict:

@@ -200,7 +200,7 @@ def test_every_type_round_trips_through_a_spec_file(tmp_path, run_cli):
     ({"type": "permute", "mask": "causal"}, "type permute takes no mask"),
     ({"type": "masked"}, 'type masked needs mask = "causal"'),
     ({"type": "heads"}, "type heads needs W_O (the output projection)"),
-    ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads or grouped, and only there"),
+    ({"W_O": [[1, 0, 0]] * 3}, "W_O goes with type heads or grouped or block, and only there"),
     ({"row": 2}, "row goes with type row or concept or backward or softmax-jacobian, not full"),
     ({"type": "heads", "W_O": [[1, 0, 0]] * 3}, "d_k must split evenly into 2 heads: W_Q and W_K have 3 "
                                                  "columns, expected a multiple of 2"),
@@ -236,6 +236,8 @@ TYPE_KEYS = {"full": {}, "masked": {}, "row": {"row": 2}, "mistake": {"mistake":
              "softmax-jacobian": {"row": 2}, "kv-cache": {},
              "permute": {"swap": [1, 3]}, "heads": {"W_O": [[1, 0], [1, 1]]}, "concept": {"row": 2},
              "cross": {}, "grouped": {"W_O": [[1, 0], [1, 1]]}, "counting": {}, "positions": {"encoding": "rope"},
+             "block": {"gamma": [[1, 2]], "beta": [[0, 1]], "W_1": [[1, -1], [0, 1]], "b_1": [[0, 1]],
+                       "W_2": [[1, 0], [-1, 1]], "b_2": [[1, 0]]},
              "why-scale": {}}
 OPTIONS = {"none": {}, "causal mask": {"mask": "causal"}, "scale 1/2": {"scale": "1/2"},
            "scale 1": {"scale": 1}, "Q, K, V given (cross-attention)": {"projections": True}}

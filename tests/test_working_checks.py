@@ -47,8 +47,9 @@ def check_product(line: str) -> bool | None:
     match = PRODUCT.match(line)
     if not match or SCALING.match(line) or line.startswith("- J[") or "[" in match.group(1):
         return None
-    terms = [term.split("·") for term in match.group(1).split(" + ")]
-    return rounds_to(sum(number(a) * number(b) for a, b in terms), match.group(2))
+    terms = [term.split("·") for term in match.group(1).split(" + ")]  # a bias term alone: X W + b
+    return rounds_to(sum(number(t[0]) * number(t[1]) if len(t) == 2 else number(t[0]) for t in terms),
+                     match.group(2))
 
 
 def check_scaling(line: str) -> bool | None:

@@ -99,7 +99,8 @@ TYPES: dict[str, QuestionType] = {}
 # default mix draws those of them it takes (``in_default_mix``) in turn.  A type registered
 # besides them (a plugin's, a test's) comes after them, in the order registered.
 BUILT_IN = ("full", "row", "mistake", "permute", "masked", "heads", "concept", "backward",
-            "softmax-jacobian", "cross", "kv-cache", "grouped", "counting", "positions", "why-scale")
+            "softmax-jacobian", "cross", "kv-cache", "grouped", "counting", "positions", "block",
+            "why-scale")
 
 
 def register(kind: QuestionType) -> QuestionType:
