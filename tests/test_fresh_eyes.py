@@ -4,11 +4,16 @@ lesson claiming only what its numbers show, and Moodle's dropdowns readable and 
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from conftest import solved_set
 
 from generator.kinds.questions import shuffled_item
 from generator.kinds.sampling import draw_options
+from generator.maths.spec import known_keys
 
 
 def letters(question) -> str:
@@ -32,3 +37,43 @@ def test_a_shuffle_is_fixed_by_the_problem_and_the_part():
     assert len(orders) > 1
     item = shuffled_item("a", reasons, "ID-1")
     assert item.choices[item.answer] == "choice 0" and item.slips[item.answer] == ""
+
+
+IDENTITY = [[1, 0], [0, 1]]
+MATRICES = {"X": IDENTITY, "W_Q": IDENTITY, "W_K": IDENTITY, "W_V": IDENTITY}
+
+
+def toml_value(value) -> str:
+    return json.dumps(value) if not isinstance(value, bool) else str(value).lower()
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"type": "count", "model_dim": 64}, "unknown type 'count'; did you mean 'counting'?"),
+    ({"type": "Counting"}, "unknown type 'Counting'; did you mean 'counting'?"),
+    ({"type": "why-scale "}, "unknown type 'why-scale '; did you mean 'why-scale'?"),
+    ({"type": "why_scale", **MATRICES}, "unknown type 'why_scale'; did you mean 'why-scale'?"),
+    ({"type": "essay"}, "unknown type 'essay' (expected one of: full, row,"),
+    ({"type": "counting", "d_ff": 64}, "unknown key 'd_ff'; did you mean 'ffn_dim'?"),
+    ({"type": "counting", "layer": 2}, "unknown key 'layer'; did you mean 'layers'?"),
+    ({**MATRICES, "v": IDENTITY}, "unknown key 'v'; did you mean 'V'?"),
+    ({**MATRICES, "colour": "red"}, "unknown key 'colour'; see the spec-file keys in docs/reference.md"),
+    ({"type": "positions", **MATRICES, "alibi_m": [[1]]}, "unknown key 'alibi_m'; see the spec-file keys"),
+])
+def test_a_typo_in_a_spec_file_is_one_short_line_naming_the_nearest(tmp_path, run_cli, record, message):
+    """The type is read first (a mistyped type once said "missing X"), and an unknown key names
+    the documented key it is nearest, not some 70 keys, many of them internal step names."""
+    path = tmp_path / "problem.toml"
+    path.write_text("".join(f"{key} = {toml_value(value)}\n" for key, value in record.items()))
+    code, _, err = run_cli("--spec", path, "--out", tmp_path / "out")
+    assert code == 2 and f"problem.toml: {message}" in err, err
+    assert len(err.strip().splitlines()) == 1 and len(err.split("problem.toml: ")[1]) < (200 if "expected" in message else 80), err
+
+
+def test_the_spec_keys_are_the_documented_ones():
+    """A given step a type works out itself (counting's terms, RoPE's angles) is no key."""
+    reference = (Path(__file__).parent.parent / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = reference.split("## Spec file keys")[1].split("\n## ")[0]
+    documented = set(re.findall(r"^\| `([^`]+)` \|", section, re.MULTILINE))
+    assert known_keys() == documented
+    assert not {"count_attention_terms", "stated_width", "alibi_m", "angles"} & known_keys()
+    assert {"W_O", "dO", "K_cache", "V_cache", "X_past", "X_dec", "X_enc"} <= known_keys()
