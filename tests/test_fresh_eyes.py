@@ -9,11 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import solved_set
+from conftest import render, solved_set
 
 from generator.kinds.questions import shuffled_item
 from generator.kinds.sampling import draw_options
-from generator.maths.spec import known_keys
+from generator.maths.spec import known_keys, spec_from_record
+from generator.rendering.render import render_markdown
+from generator.running.pipeline import solve_checked
 
 
 def letters(question) -> str:
@@ -77,3 +79,29 @@ def test_the_spec_keys_are_the_documented_ones():
     assert known_keys() == documented
     assert not {"count_attention_terms", "stated_width", "alibi_m", "angles"} & known_keys()
     assert {"W_O", "dO", "K_cache", "V_cache", "X_past", "X_dec", "X_enc"} <= known_keys()
+
+
+def lesson_key(q, k) -> str:
+    record = {"type": "why-scale", "Q": q, "K": k, "V": [[1, 2], [3, 4]]}
+    key = render(render_markdown, [solve_checked(spec_from_record(record, "ws"))])["answers.md"]
+    return key.split("Here it rises")[1].split("Where the others go wrong")[0]
+
+
+def test_the_lesson_claims_a_stall_only_where_the_softmax_saturates():
+    """0.7311 to 0.8808 is no saturated softmax: the key says the slope falls, by how much, and
+    stops there; 0.9820 to 0.9997 is, and only then does the key say training stalls."""
+    mild = lesson_key([[1, 1, 0, 0], [1, 0, 0, 0]], [[1, 1, 0, 0], [0, 0, 0, 0]])
+    assert "from 0.7311 with the scale to 0.8808 without it" in mild
+    assert "falls from 0.1966 with the scale to 0.1050 without it" in mild and "0.5340 times" in mild
+    assert "stall" not in mild and "one-hot" not in mild and "little gradient" not in mild
+    saturated = lesson_key([[1, 1, 1, 1], [0, 0, 0, 0]], [[1, 1, 1, 1], [-1, -1, -1, -1]])
+    assert "to 0.9997 without it" in saturated and "training through it stalls" in saturated
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_a_drawn_lesson_says_stalls_exactly_when_its_weight_saturates(difficulty):
+    for question in solved_set(draw_options(difficulty), 5, 8, 1, ("why-scale",)):
+        facts = question.parts[-1].answer
+        key = render(render_markdown, [question])["answers.md"]
+        assert ("stalls" in key) == (facts[3].value >= 0.99), key
+        assert abs(facts[6].value - facts[5].value / facts[4].value) < 1e-12
