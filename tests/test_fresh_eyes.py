@@ -8,12 +8,15 @@ import json
 import re
 from pathlib import Path
 
+import canvas_import as canvas
 import pytest
 from conftest import render, solved_set
+from test_moodle import extract_question
 
 from generator.kinds.questions import shuffled_item
 from generator.kinds.sampling import draw_options
 from generator.maths.spec import known_keys, spec_from_record
+from generator.rendering.prose import unicode_maths
 from generator.rendering.render import render_markdown
 from generator.running.pipeline import solve_checked
 
@@ -105,3 +108,29 @@ def test_a_drawn_lesson_says_stalls_exactly_when_its_weight_saturates(difficulty
         key = render(render_markdown, [question])["answers.md"]
         assert ("stalls" in key) == (facts[3].value >= 0.99), key
         assert abs(facts[6].value - facts[5].value / facts[4].value) < 1e-12
+
+
+@pytest.mark.parametrize("tex, text", [
+    ("d_k^2", "dₖ²"), (r"\sqrt{d_k}", "√dₖ"), (r"d_{\text{model}} \times h d_k", "d_model × h dₖ"),
+    (r"\frac{1}{\sqrt{d_k}}", "1/√dₖ"), (r"\sqrt{d_k + 1}", "√(dₖ + 1)"), (r"QK^{\top}", "QKᵀ"),
+    ("W_Q", "W_Q"), (r"d_{\text{ff}}", "d_ff"), ("10^{-3}", "10⁻³"), ("x_{ij}", "xᵢⱼ"),
+])
+def test_maths_for_a_dropdown_is_unicode_text(tex, text):
+    assert unicode_maths(tex) == text
+
+
+def test_moodles_dropdowns_are_lettered_unicode_text_and_shuffled(tmp_path, run_cli):
+    """The feedback names choices (A) to (D): the options show those letters; a <select> typesets
+    nothing, so no d_k^2 nor √(d_k); and MULTICHOICE_S shuffles them for each attempt."""
+    assert run_cli("--types", "counting,why-scale,permute,row", "--count", "4", "--seed", "1",
+                   "--format", "moodle,qti", "--out", tmp_path)[0] == 0
+    gaps = [gap for gap in extract_question((tmp_path / "moodle.xml").read_text(encoding="utf-8"))
+            if gap["type"] == "multichoice"]
+    assert len(gaps) >= 5 and all(gap["shuffled"] for gap in gaps)
+    for gap in gaps:
+        assert [answer[:4] for answer in gap["answers"]] == [f"({c}) " for c in "ABCD"[:len(gap["answers"])]]
+        assert not any(re.search(r"_k|\^|√\(\w+\)|\\", answer) for answer in gap["answers"]), gap["answers"]
+    assert any("dₖ" in answer for gap in gaps for answer in gap["answers"])
+    labels = re.findall(r'<response_label ident="choice(\d)"><material><mattext texttype="text/html">(.{4})',
+                        canvas.read_package(tmp_path / "qti.zip")["quiz.xml"].decode())
+    assert labels and all(text == f"({'ABCD'[int(n) - 1]}) " for n, text in labels)
