@@ -29,7 +29,7 @@ TYPES = ("(NUMERICAL|NM)|(MULTICHOICE|MC)|(MULTICHOICE_V|MCV)|(MULTICHOICE_H|MCH
          "(MULTIRESPONSE|MR)|(MULTIRESPONSE_H|MRH)|(MULTIRESPONSE_S|MRS)|(MULTIRESPONSE_HS|MRHS)")
 START = r"\{([0-9]*):(" + TYPES + "):"
 GAP = START + "(" + ALTERNATIVE + "(~" + ALTERNATIVE + r")*)\}"
-NORM, NUMERICAL, MULTICHOICE, ALTERNATIVES = 1, 3, 4, 16
+NORM, NUMERICAL, MULTICHOICE, MULTICHOICE_S, ALTERNATIVES = 1, 3, 4, 9, 16
 
 
 def extract_question(text: str) -> list[dict]:
@@ -41,7 +41,8 @@ def extract_question(text: str) -> list[dict]:
             return gaps
         gap = {"weight": float(found.group(NORM) or 1), "answers": [], "fractions": [],
                "type": "numerical" if found.group(NUMERICAL) else
-               "multichoice" if found.group(MULTICHOICE) else found.group(2), "tolerances": []}
+               "multichoice" if found.group(MULTICHOICE) or found.group(MULTICHOICE_S) else found.group(2),
+               "shuffled": bool(found.group(MULTICHOICE_S)), "tolerances": []}
         remaining = found.group(ALTERNATIVES)
         while (alternative := re.search("~?" + ALTERNATIVE, remaining, re.S)):
             gap["fractions"].append(1 if alternative.group(1) == "=" else 0)

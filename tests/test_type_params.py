@@ -117,7 +117,7 @@ def test_a_practice_problem_is_drawn_again_by_its_id(tmp_path, run_cli, pair_typ
 @pytest.mark.parametrize("record, message", [
     ({"pair": [2, 2]}, "problem.toml: pair must name two different tokens, e.g. [1, 3]"),
     ({"pair": [1, 4]}, "problem.toml: pair must be a whole number from 1 to 3, got 4"),
-    ({"pear": [1, 2]}, "problem.toml: unknown key 'pear' (known: "),
+    ({"pear": [1, 2]}, "problem.toml: unknown key 'pear'; did you mean 'pair'?"),
 ])
 def test_a_bad_or_unknown_key_is_one_line(tmp_path, run_cli, pair_type, record, message):
     code, _, err = run_cli("--spec", spec_file(tmp_path, type="pair-score", X=X, **W, **record),

@@ -204,8 +204,11 @@ def the_top_key(weights: tuple[Num, ...], spec: ProblemSpec) -> int:
 
 def shuffled_item(topic: str, reasons: tuple[tuple[str, str], ...], seed: str) -> ConceptItem:
     """A multiple choice of (text, slip) pairs, the first one right, in an order fixed by
-    ``seed`` (the problem's id): the same problem always shows the same order."""
-    order = [int(k) for k in np.random.default_rng(zlib.crc32(seed.encode())).permutation(len(reasons))]
+    ``seed`` (the problem's id) and ``topic``: the same problem always shows the same order,
+    and each of its choice parts is shuffled apart (one shuffle for all of them would put
+    every right answer under the same letter whenever the parts offer as many choices)."""
+    rng = np.random.default_rng(zlib.crc32(f"{seed}:{topic}".encode()))
+    order = [int(k) for k in rng.permutation(len(reasons))]
     return ConceptItem(topic, tuple(reasons[k][0] for k in order), order.index(0),
                        tuple(reasons[k][1] for k in order))
 

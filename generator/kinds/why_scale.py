@@ -6,8 +6,8 @@ grows as √d_k, and dividing by √d_k brings it back to 1; then those standard
 stated d_k (op ``spread``).  Then a small Q and K: the scores S = QKᵀ, the scaled S̃ = S/√d_k,
 the weights with the scale, A = softmax(S̃), and without it, A_raw = softmax(S), side by side,
 the output O = AV; and the lesson (a choice whose right answer is the problem's own numbers):
-without the scale each row is nearer one-hot, and a saturated softmax passes back little
-gradient.
+without the scale each row is nearer one-hot, and the slope a(1 - a) of its largest weight, the
+gradient that weight passes back to its score, falls (to almost none where the softmax saturates).
 
 A spec file gives Q, K and V (``type = "why-scale"``) and, as ``stated_dk``, the d_k the
 standard deviations are asked for (512 where it gives none).
@@ -114,8 +114,9 @@ def tops(weights: Step, raw: Step) -> tuple[tuple[Num, Num], ...]:
 
 def lesson_facts(spec, weights: Step, raw: Step) -> tuple:
     """(row, its top key, its largest weight with the scale, without it, the slope a(1 - a) of
-    that weight with the scale, without it) for the row whose largest weight the scale lowers
-    most; a SpecError when no row has one largest weight."""
+    that weight with the scale, without it, the second slope over the first, whether the weight
+    without the scale is saturated) for the row whose largest weight the scale lowers most; a
+    SpecError when no row has one largest weight."""
     best = None
     for i, (a, b) in enumerate(zip(weights.entries, raw.entries)):
         order = sorted(range(len(a)), key=lambda j: -a[j].value)
@@ -129,15 +130,16 @@ def lesson_facts(spec, weights: Step, raw: Step) -> tuple:
                         f"scale changes nothing to compare; give scores that differ within a row")
     _, i, top = best
     scaled, unscaled = weights.entries[i][top], raw.entries[i][top]
-    return (i, top, scaled, unscaled, _float_num(scaled.value * (1 - scaled.value)),
-            _float_num(unscaled.value * (1 - unscaled.value)))
+    slopes = scaled.value * (1 - scaled.value), unscaled.value * (1 - unscaled.value)
+    return (i, top, scaled, unscaled, _float_num(slopes[0]), _float_num(slopes[1]),
+            _float_num(slopes[1] / slopes[0]), unscaled.value >= SATURATED)
 
 
 def lesson_item(spec, facts: tuple, scores: Step):
     """The lesson as a choice: the row's largest weight rising without the scale (right), falling
     (the weights of S/d_k, a real confusion), moving to another key, or nothing changing; each
     holds the row, a key and two weights (the test checks each false of these numbers)."""
-    row, top, scaled, unscaled, *_ = facts
+    row, top, scaled, unscaled = facts[:4]
     over_dk = _softmax(scores.numeric[row] / spec.d_k)[top]
     other = (top + 1) % spec.n_keys
     choices = [(("sharper", row, top, scaled, unscaled), ""),
@@ -210,6 +212,9 @@ WHOLE = (-2, -1, 0, 1, 2)
 WHOLE_ODDS = (0.05, 0.4, 0.1, 0.4, 0.05)  # variance 0.8 + 0.4 = 1.2, mean 0
 RAW_BOUND = 8.0  # e^8 ≈ 2981: as far as a raw score's exponential should go by hand
 LESSON_GAP = 0.1  # the largest weight rises by at least this much without the scale
+# A weight this near 1 (its slope a(1 - a) at most 0.0099) is saturated: its softmax passes back
+# almost no gradient, and the key says training through it stalls; never of a weight below it.
+SATURATED = 0.99
 
 
 def draw_options(options):
@@ -348,14 +353,16 @@ def choice_key(why: str) -> str:
 
 VARIANCE_KEY = choice_key(DERIVATION)
 # The lesson's key: the slope a(1 - a) of the row's largest weight, where it falls (it does when
-# that weight is above 1/2 with the scale, as with two keys).
+# that weight is above 1/2 with the scale, as with two keys), and stalling only where the weight
+# without the scale is saturated (``SATURATED``): every sentence true of the problem's numbers.
 LESSON_KEY = choice_key(
     r"{% set f = part.answer %}Here it rises from ${{ f[2] | num }}$ with the scale to "
     r"${{ f[3] | num }}$ without it, on key {{ f[1] + 1 }}.{% if f[5].value < f[4].value %} "
     r"The slope of that weight, "
     r"$\partial a / \partial s = a(1 - a)$ for its own score, falls from ${{ f[4] | num }}$ with the "
-    r"scale to ${{ f[5] | num }}$ without it: a softmax near one-hot passes back little gradient, "
-    r"and training through it stalls.{% endif %}")
+    r"scale to ${{ f[5] | num }}$ without it: the gradient that weight passes back to its score is "
+    r"${{ f[6] | num }}$ times as large without the scale{% if f[7] %}, and a softmax this near "
+    r"one-hot passes back almost none: training through it stalls{% endif %}.{% endif %}")
 
 
 register(QuestionType(

@@ -10,6 +10,7 @@ one line naming the field and what was expected.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shlex
@@ -41,10 +42,19 @@ FROM_PROJECTIONS = ("Q", "K", "V")
 OPTION_KEYS = ("mask", "scale", "title", "type", *masks.SPEC_KEYS)
 
 
+# What a teacher who knows the notation may write for a key (difflib finds no likeness).
+NOTATION = {"d_ff": "ffn_dim", "d_model": "model_dim", "d_k": "head_dim", "n_heads": "heads",
+            "num_heads": "heads", "n_layers": "layers", "num_layers": "layers", "n_kv_heads": "kv_heads"}
+
+
 def known_keys() -> set[str]:
-    """A spec file's keys: the options, Q, K, V or every given matrix of the step registry,
-    and the question types' parameters (row, swap, mistake)."""
-    given = {name for name, step in steps.REGISTRY.items() if step.is_given}
+    """A spec file's keys: the options, Q, K, V or a given matrix of the step registry that a
+    file may give (attention's own, or one a type takes: W_O, dO, K_cache), and the question
+    types' parameters (row, swap, mistake).  A given step a type works out itself (a counting
+    step's terms, RoPE's angles) is no key: a file could never write it."""
+    taken = {name for kind in kinds.TYPES.values() for name in kind.matrices + kind.may_take}
+    given = {name for name, step in steps.REGISTRY.items()
+             if step.is_given and (name in steps.PIPELINE or name in taken)}
     options = set(OPTION_KEYS) | set(FROM_PROJECTIONS) | given
     params = kinds.spec_keys()
     clashes = sorted(name for name in params if name in options or hasattr(ProblemSpec, name)
@@ -236,13 +246,12 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
         raise SpecError(f"{where}: expected a table of keys such as X, W_Q, W_K, W_V")
     if (fault := text_fault(str(problem_id))):  # made from the file's name, or a record's id
         raise SpecError(f"{where}: the problem id {shown(problem_id)} {fault}")
+    kind = kinds.TYPES[_type_name(record, where)]  # first: a mistyped type misleads every later fault
     known = known_keys()
     unknown = sorted(set(record) - known)
     if unknown:
-        raise SpecError(f"{where}: unknown key {shown(unknown[0])} "
-                        f"(known: {', '.join(sorted(known))})")
-    kind = kinds.TYPES.get(record["type"]) if isinstance(record.get("type"), str) else None
-    if kind is not None and not kind.matrices_given:
+        raise SpecError(f"{where}: unknown key {shown(unknown[0])}{_suggestion(unknown[0], known)}")
+    if not kind.matrices_given:
         return _configured_spec(record, problem_id, kind, where)
     names = _matrix_names(record, where)
     names += tuple(name for name in record if name not in names and name in known
@@ -250,7 +259,7 @@ def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> P
     matrices = {name: _parse_matrix(record[name], name, where) for name in names}
     # A type whose keys are narrower than its queries (grouped-query attention) checks the
     # widths itself, once its own keys are read (``QuestionType.own_widths``).
-    own_widths = kind is not None and kind.own_widths
+    own_widths = kind.own_widths
     _check_shapes(matrices, where, own_widths)
     mask, valid, window, mask_matrix = _parse_mask(record, matrices, where)
     spec = ProblemSpec(id=problem_id, matrices=matrices, mask=mask, valid=valid, window=window,
@@ -282,10 +291,7 @@ def _configured_spec(record: dict, problem_id: str, kind, where: str) -> Problem
 
 def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
     """The question type and the keys it reads (rows and tokens counted from 1 in files)."""
-    name = record.get("type", "full")
-    if not isinstance(name, str) or name not in kinds.TYPES:
-        raise SpecError(f"{where}: unknown type {shown(name)} "
-                        f"(expected one of: {', '.join(kinds.type_names())})")
+    name = _type_name(record, where)
     kind = kinds.TYPES[name]
     for key, readers in kinds.spec_keys().items():
         if key in record and name not in readers:
@@ -293,6 +299,32 @@ def _with_question(spec: ProblemSpec, record: dict, where: str) -> ProblemSpec:
     spec = replace(spec, question=name, params=_read_params(kind, spec, record, where))
     _check_question(spec, kind, where)
     return spec
+
+
+def _type_name(record: dict, where: str) -> str:
+    """The problem's question type, exactly as registered (``full`` where the file names none);
+    a near miss (``"Counting"``, ``"why-scale "``) is refused with the name it is nearest."""
+    name = record.get("type", "full")
+    if isinstance(name, str) and name in kinds.TYPES:
+        return name
+    nearest = closest(name, kinds.type_names())
+    raise SpecError(f"{where}: unknown type {shown(name)}" + (f"; did you mean {nearest!r}?" if nearest else
+                    f" (expected one of: {', '.join(kinds.type_names())})"))
+
+
+def _suggestion(key: str, known: set[str]) -> str:
+    """After "unknown key 'd_ff'": the documented key it is nearest, or where they are listed."""
+    nearest = NOTATION.get(key) if NOTATION.get(key) in known else closest(key, sorted(known))
+    return f"; did you mean {nearest!r}?" if nearest else "; see the spec-file keys in docs/reference.md"
+
+
+def closest(word: object, names) -> str | None:
+    """The name ``word`` is nearest, case and surrounding spaces aside (difflib), or None."""
+    if not isinstance(word, str):
+        return None
+    lowered = {name.lower(): name for name in names}
+    found = difflib.get_close_matches(word.strip().lower(), list(lowered), n=1)
+    return lowered[found[0]] if found else None
 
 
 def _read_params(kind, spec: ProblemSpec, record: dict, where: str) -> dict[str, object]:

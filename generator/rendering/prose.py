@@ -168,8 +168,20 @@ class MoodlePrinter(HtmlPrinter):
         return html.escape(rf"\({piece.tex}\)", quote=False)
 
 
+class TextPrinter(MarkdownPrinter):
+    """Prints prose as plain Unicode text, for what can show no markup nor typeset maths (an
+    option of a <select>, Moodle's cloze dropdowns): d_k^2 as dₖ², √(d_k) as √dₖ."""
+
+    def _print_Math(self, piece: Math) -> str:
+        return unicode_maths(piece.tex)
+
+    def bold(self, text: str) -> str:
+        """Bold cannot be shown: the text as it is."""
+        return text
+
+
 PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": HtmlPrinter(),
-            "moodle": MoodlePrinter()}
+            "moodle": MoodlePrinter(), "text": TextPrinter()}
 
 
 @lru_cache(maxsize=4096)
@@ -200,6 +212,28 @@ def plain_maths(tex: str) -> str:
     """TeX as plain text (S/√(d_k), K^T), as Markdown and the page's plain texts write maths."""
     text = _TO_TEXT.latex_to_text(OPERATOR_NAME.sub(r"\\mathrm{\1}", tex))
     return re.sub(" {2,}", " ", text).strip()
+
+
+SUBSCRIPTS = str.maketrans("0123456789aehijklmnoprstuvx+-=()", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₊₋₌₍₎")
+SUPERSCRIPTS = str.maketrans("0123456789+-−inTk", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁻ⁱⁿᵀᵏ")
+SUBSCRIPT = re.compile(r"_(?:\((\w+)\)|(\w+))")  # d_k, x_(ij)
+SUPERSCRIPT = re.compile(r"\^(?:\(([-+−]?\w+)\)|([-+−]?\w+))")  # d_k^2, 10^-3, e^(-1)
+ROOT_OF_ONE = re.compile(r"√\(([^\s()+\-−×·/=]+)\)")  # √(dₖ): the parentheses of one symbol
+
+
+@lru_cache(maxsize=4096)
+def unicode_maths(tex: str) -> str:
+    """TeX as plain text (``plain_maths``) with Unicode's subscripts and superscripts where every
+    character of one has its form (d_k → dₖ, d_k^2 → dₖ², K^T → Kᵀ; d_model stays, having no
+    subscript d), and √ of one symbol without parentheses (√dₖ): for text that cannot typeset."""
+    def scripted(table):
+        def replace(match):
+            script = (match[1] or match[2]).translate(table)
+            return script if all(ord(c) > 127 for c in script) else match[0]
+        return replace
+
+    text = SUBSCRIPT.sub(scripted(SUBSCRIPTS), plain_maths(tex))
+    return SUPERSCRIPT.sub(scripted(SUPERSCRIPTS), ROOT_OF_ONE.sub(r"√\1", text))
 
 
 _TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_text_context(),
