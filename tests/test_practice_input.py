@@ -164,3 +164,16 @@ def test_a_one_box_grid_has_its_label_on_one_line_and_no_shape_or_position(site,
         assert counts.locator(".grid-note").first.text_content() == "\u2717 too low."
         assert counts.locator(".marks").text_content() == "0 of 5 answers right"
         page.screenshot(path=str(tmp_path / "desktop.png"), full_page=True)
+
+
+def test_the_step_graph_names_a_step_worked_from_a_sibling_that_skips_a_step(site):
+    """O = A_raw V (the unscaled weights for A): a slip of O's step, found from the plan (A_raw =
+    softmax(S) skips S̃); no other type's plan has such a pair, so their pages are as they were."""
+    from generator.cli import main
+    output = data(site)["problems"][WHY_SCALE]["graph"]["output"]
+    assert {"change": {"inputs": ["weights_raw", "V"]},
+            "says": "this is worked from A_raw, not A: A_raw is from S, skipping S\u0303"} in output["slips"]
+    assert main(["--types", "full,row,masked,heads,backward,positions,counting", "--count", "7", "--seed", "3",
+                 "--format", "html", "--out", str(site / "others")]) == 0
+    for problem in data(site / "others")["problems"].values():
+        assert not any("skipping" in slip["says"] for step in problem["graph"].values() for slip in step["slips"])
