@@ -130,9 +130,9 @@ def test_the_page_carries_a_students_own_gradients_forward(tmp_path, run_cli):
         fill(parts.nth(1).locator("table.grid"), [[f"{x:g}" for x in row] for row in da])
         fill(parts.nth(2).locator("table.grid"), [[f"{x:.4f}" for x in row] for row in own])
         parts.nth(2).locator("button.check").click()
-        assert parts.nth(2).locator(".marks").text_content() == "4 of 4 right ✓"
+        assert parts.nth(2).locator(".marks").text_content() == "4 of 4 answers right ✓"
         parts.nth(1).locator("button.check").click()
-        assert parts.nth(1).locator(".marks").text_content() == "3 of 4 right"
+        assert parts.nth(1).locator(".marks").text_content() == "3 of 4 answers right"
 
 
 def test_the_softmax_jacobian_equals_autograds_and_its_rows_sum_to_zero():

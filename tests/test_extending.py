@@ -129,9 +129,9 @@ def test_the_toy_types_grids_carry_the_students_own_scores_forward(tmp_path, run
         own = scores / math.sqrt(2)
         fill(parts.nth(1).locator("table.grid"), [[f"{v:.4f}" for v in row] for row in own])
         parts.nth(1).locator("button.check").click()
-        assert parts.nth(1).locator(".marks").text_content() == "9 of 9 right ✓"
+        assert parts.nth(1).locator(".marks").text_content() == "9 of 9 answers right ✓"
         parts.nth(0).locator("button.check").click()
-        assert parts.nth(0).locator(".marks").text_content() == "8 of 9 right"
+        assert parts.nth(0).locator(".marks").text_content() == "8 of 9 answers right"
 
 
 # --- a toy pipeline step: positional encodings added to X before the projections ----
@@ -205,7 +205,7 @@ def q_follows_a_slip_before_it(page_path, slipped, w_q):
         second.locator("button.check").click()
         assert second.locator("table.grid[data-name=Q] input.right").count() == 6  # from their X'
         first.locator("button.check").click()
-        assert first.locator(".marks").text_content() == "5 of 6 right"
+        assert first.locator(".marks").text_content() == "5 of 6 answers right"
 
 
 class browser_page:

@@ -96,11 +96,11 @@ def test_answers_and_marks_survive_a_reload_until_cleared(site):
         part = page.locator("section.problem[data-problem=M42-1] .part").nth(1)
         fill(part.locator("table.grid"), texts(question.solution.step("scores").numeric, 0))
         part.locator("button.check").click()
-        assert part.locator(".marks").text_content() == "9 of 9 right ✓"
+        assert part.locator(".marks").text_content() == "9 of 9 answers right ✓"
         page.reload()
         part = page.locator("section.problem[data-problem=M42-1] .part").nth(1)
         assert part.locator("input").first.input_value() != ""
-        assert part.locator(".marks").text_content() == "9 of 9 right ✓"
+        assert part.locator(".marks").text_content() == "9 of 9 answers right ✓"
         assert "2.0 of 11" in page.locator("section.problem[data-problem=M42-1] h2 .score").text_content()
         page.once("dialog", lambda dialog: dialog.accept())  # Clear asks first
         page.locator("#clear").click()

@@ -156,7 +156,7 @@ def test_an_edit_takes_back_its_marks_and_the_marks_that_followed_from_it(pages,
     scores = grid(page, "M42-1", "scores")
     fill(scores, own)
     parts.nth(1).locator("button.check").click()
-    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 right \u2713"
+    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 answers right \u2713"
     score = page.locator("section[data-problem='M42-1'] h2 .score")
     assert score.text_content().startswith("score 2.0")
 
@@ -165,7 +165,7 @@ def test_an_edit_takes_back_its_marks_and_the_marks_that_followed_from_it(pages,
     assert score.text_content().startswith("score 0.0")
     scores.locator("td input").first.fill(own[0][0])
     parts.nth(1).locator("button.check").click()
-    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 right \u2713"
+    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 answers right \u2713"
 
     # the slip in Q put right: the scores that followed it are no longer marked right ...
     grid(page, "M42-1", "Q").locator("td input").nth(column).fill(q[0][column])
@@ -174,7 +174,7 @@ def test_an_edit_takes_back_its_marks_and_the_marks_that_followed_from_it(pages,
     # ... and Check on (a) marks them again, against the Q now typed
     parts.nth(0).locator("button.check").click()
     assert scores.locator("input.wrong").count() > 0
-    assert parts.nth(1).locator(".marks").text_content() != "9 of 9 right \u2713"
+    assert parts.nth(1).locator(".marks").text_content() != "9 of 9 answers right \u2713"
 
 
 def test_a_reload_marks_only_the_parts_that_were_checked(pages, open_page):
@@ -190,7 +190,7 @@ def test_a_reload_marks_only_the_parts_that_were_checked(pages, open_page):
     page.reload()
     assert grid(page, "M42-1", "Q").locator("input").first.input_value() == texts["a0"][0][0]
     assert marked(grid(page, "M42-1", "Q")) == 0 and parts.nth(0).locator(".marks").text_content() == ""
-    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 right \u2713"
+    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 answers right \u2713"
     assert marked(grid(page, "M42-1", "scaled")) == 0 and parts.nth(2).locator(".marks").text_content() == ""
 
 

@@ -75,14 +75,14 @@ def test_check_marks_right_and_wrong_entries_and_reveal_shows_the_working(page, 
     right = key_rows(web_run, "M42-1", "Q")
     fill(q_grid, right)
     part.locator("button.check").click()
-    assert part.locator(".marks").text_content() == "12 of 36 right"  # 33 entries and 3 shapes
+    assert part.locator(".marks").text_content() == "12 of 36 answers right"  # 33 entries and 3 shapes
     assert q_grid.locator("input.right").count() == 12
 
     wrong = [row[:] for row in right]
     wrong[0][0] = str(float(wrong[0][0]) + 1)
     fill(q_grid, wrong)
     q_grid.locator("input").last.press("Enter")  # the keyboard checks too
-    assert part.locator(".marks").text_content() == "11 of 36 right"
+    assert part.locator(".marks").text_content() == "11 of 36 answers right"
     assert q_grid.locator("input.wrong").count() == 1 + 0  # the slip only: K, V are empty, not Q
 
     reveal = part.locator("details.reveal")
@@ -107,7 +107,7 @@ def test_a_slip_carries_forward(page, web_run):
     own = [[sum(float(a) * float(b) for a, b in zip(row, col)) for col in k] for row in q]
     fill(parts.nth(1).locator("table.grid"), [[f"{x:g}" for x in row] for row in own])
     parts.nth(1).locator("button.check").click()
-    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 right \u2713"
+    assert parts.nth(1).locator(".marks").text_content() == "9 of 9 answers right \u2713"
 
 
 @needs_browser
@@ -118,11 +118,11 @@ def test_multiple_choice_and_mistake_questions(page, web_run):
     choices = next(p for p in problems if p["id"] == "M42-7")["choices"][1]
     item.locator(f"input[value='{'abcd'.index(choices['answer'])}']").check()
     item.locator("button.check").click()
-    assert item.locator(".marks").text_content() == "1 of 1 right \u2713"
+    assert item.locator(".marks").text_content() == "1 of 1 answer right \u2713"
     mistake = page.locator("section.problem[data-problem=M42-3]").locator(".part").first
     mistake.locator("input[type=radio]").first.check()  # no scaling: not this problem's mistake
     mistake.locator("button.check").click()
-    assert mistake.locator(".marks").text_content() == "0 of 1 right"
+    assert mistake.locator(".marks").text_content() == "0 of 1 answer right"
 
 
 def test_practice_page_is_self_contained(web_run):
@@ -156,14 +156,14 @@ def test_a_slip_in_the_scaled_row_carries_into_its_weights(page, web_run):
     slipped = [[0.0, 1.0, 0.5]]  # the key has 0.5, 1, 0.5: a slip in the first entry
     fill(scaled.locator("table.grid"), [[str(x) for x in slipped[0]]])
     scaled.locator("button.check").click()
-    assert scaled.locator(".marks").text_content() == "2 of 3 right"
+    assert scaled.locator(".marks").text_content() == "2 of 3 answers right"
     import math
     exps = [math.exp(x) for x in slipped[0]]
     own = [f"{e / sum(exps):.4f}" for e in exps]
     fill(weights.locator("table.grid"), [own])
     weights.locator("input[type=radio][value='1']").check()  # key 2 gets the most attention
     weights.locator("button.check").click()
-    assert weights.locator(".marks").text_content() == "4 of 4 right \u2713"
+    assert weights.locator(".marks").text_content() == "4 of 4 answers right \u2713"
 
 
 @needs_browser
@@ -180,7 +180,7 @@ def test_heads_carry_each_heads_own_values(page, web_run):
     fill(head1.locator("table.grid[data-name='head1.scores']"), [[str(x) for x in row] for row in scores])
     head1.locator("button.check").click()
     # 9 scores right although Q_1 and K_1 are not the key's; the other grids are empty
-    assert head1.locator(".marks").text_content() == "9 of 33 right"
+    assert head1.locator(".marks").text_content() == "9 of 33 answers right"
 
 
 @needs_browser
@@ -208,5 +208,5 @@ def test_unscaled_weights_carry_forward_from_the_students_own_scores(tmp_path, r
         fill(weights, [[f"{x:.4f}" for x in row] for row in own_weights])
         part = section.locator(".part").filter(has=page.locator("table.grid[data-name=weights]"))
         part.locator("button.check").click()
-        assert part.locator(".marks").text_content() == "9 of 9 right \u2713"
+        assert part.locator(".marks").text_content() == "9 of 9 answers right \u2713"
         browser.close()

@@ -247,8 +247,9 @@ def step_graph(question) -> dict:
                     "transpose": step.transpose, "transpose_left": step.transpose_left,
                     "by_columns": step.by_columns, "factor": _factor(step, solution.spec),
                     "slips": [_slip(change, says, named)
-                              for change, says in slips(step, sym, solution.spec, before,
-                                                          question.spec if prefix else None)]}
+                              for change, says in [*slips(step, sym, solution.spec, before,
+                                                          question.spec if prefix else None),
+                                                   *_skipping_slips(step, solution.plan, sym)]]}
                 if step.op == "masking" and solution.spec.mask != "causal":  # the page's default
                     graph[named(step.name)]["visible"] = [list(row) for row in solution.spec.visible]
                 if step.op == "masking" and any(part.task == "write-mask" for part in question.parts):
@@ -259,6 +260,26 @@ def step_graph(question) -> dict:
                             "slips": [{"change": {"rows": rows, "columns": columns}, "says": says}
                                       for rows, columns, says in pick.slips]}
     return graph
+
+
+def _skipping_slips(step, plan, sym) -> list[tuple[dict, str]]:
+    """A step worked from a sibling of one of its inputs that skips a step: where an input X
+    is op(Z, ...) with Z = f(W) and the plan also has Y = op(W, ...) (the weights A = softmax(S̃)
+    and the unscaled A_raw = softmax(S)), a student may use Y for X (O = A_raw V)."""
+    worked = {s.name: s for s in plan if not s.is_given}
+    found = []
+    for k, name in enumerate(step.inputs):
+        x = worked.get(name)
+        z = worked.get(x.inputs[0]) if x and x.inputs else None
+        if not (x and z and z.inputs):
+            continue
+        for y in worked.values():
+            if (y.name not in (name, step.name) and y.op == x.op
+                    and list(y.inputs) == [z.inputs[0], *x.inputs[1:]]):
+                inputs = [*step.inputs[:k], y.name, *step.inputs[k + 1:]]
+                found.append(({"inputs": inputs}, f"this is worked from {sym(y.name)}, not {sym(name)}: "
+                               f"{sym(y.name)} is from {sym(z.inputs[0])}, skipping {sym(z.name)}"))
+    return found
 
 
 def _prefixed(prefix: str, name: str) -> str:

@@ -9,21 +9,80 @@
   const data = JSON.parse(document.getElementById("answers").textContent);
   document.documentElement.classList.add("js");  // shows what needs the script (Check, Clear)
 
-  // A typed entry: {value} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3, 0,5,
-  // and, where the grid's answers are whole numbers (a count), 1,024 and 1,048,576 grouped.
+  // A typed entry: {value, places} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3,
+  // 0,5, and, where the grid's answers are whole numbers (a count), 1,024 and 1,048,576 grouped;
+  // and arithmetic as a student writes it on paper: 16*sqrt(2), 16√2, 3×784, 2^10, exp(-1), π/4.
+  // places: the decimals typed, for a plain number (22.627: 3), else null.
   function parseEntry(text, whole) {
-    let t = text.trim().replace(/\u2212/g, "-").replace(/\s+/g, "");
-    if (whole && /^[-+]?\d{1,3}(,\d{3})+$/.test(t)) t = t.replace(/,/g, "");
+    let t = text.trim().replace(/[\u2212\u2013]/g, "-").replace(/\s+/g, "");
+    if (whole) t = t.replace(/(^|[^\d.,])(\d{1,3}(?:,\d{3})+)(?![\d.,])/g, (_, before, n) => before + n.replace(/,/g, ""));
     t = t.replace(/,/g, ".");
     if (t === "") return { blank: true };
-    if (/^-(inf|infinity|\u221e)$/i.test(t)) return { value: -Infinity };
-    const number = /^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?$/i;
-    const fraction = t.match(/^([-+]?[\d.]+)\/([\d.]+)$/);
-    if (fraction && number.test(fraction[1]) && number.test(fraction[2]) && Number(fraction[2]) !== 0) {
-      return { value: Number(fraction[1]) / Number(fraction[2]) };
+    if (t.length > 200) return { error: `can't read "${text.trim()}": too long for one entry` };
+    if (/^-(inf|infinity|\u221e)$/i.test(t)) return { value: -Infinity, places: null };
+    const plain = t.match(/^[-+]?(\d+\.?(\d*)|\.(\d+))$/);
+    const value = arithmetic(t);
+    if (Number.isFinite(value)) return { value, places: plain ? (plain[2] || plain[3] || "").length : null };
+    return { error: `can't read "${text.trim()}": type a number such as 0.25, -1.5 or 1/4, `
+      + "or arithmetic such as 3*784, 16*sqrt(2), \u221a512, 2^10, exp(-1), pi/4" };
+  }
+
+  // The value of an entry's arithmetic, by recursive descent (never eval): sums of products of
+  // powers; a power is a number, (…), √…, sqrt(…), exp(…), e or π, signed; a product may leave
+  // its × out (16√2, 2π). NaN for anything else (a letter, a missing bracket, nesting past 40).
+  function arithmetic(text) {
+    const token = /\d+\.?\d*(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?|sqrt|exp|pi|e|[\u03c0\u221a+\-*\u00d7x\u00b7\u22c5/\u00f7^()]/iy;
+    const tokens = [];
+    for (let m; token.lastIndex < text.length;) {
+      if (!(m = token.exec(text))) return NaN;
+      tokens.push(m[0].toLowerCase());
     }
-    if (number.test(t)) return { value: Number(t) };
-    return { error: `can't read "${text.trim()}": type a number such as 0.25, -1.5 or 1/4` };
+    let at = 0, depth = 0;
+    const peek = () => tokens[at];
+    const take = (t) => (tokens[at] === t ? (at += 1, true) : false);
+    const fail = () => { throw new SyntaxError("unreadable"); };
+    const sum = () => {
+      let v = product();
+      for (;;) { if (take("+")) v += product(); else if (take("-")) v -= product(); else return v; }
+    };
+    const product = () => {
+      let v = signed();
+      for (;;) {
+        if (["*", "\u00d7", "x", "\u00b7", "\u22c5"].some(take)) v *= signed();
+        else if (take("/") || take("\u00f7")) v /= signed();
+        else if (peek() !== undefined && /^[(\u221a\u03c0a-z]/.test(peek()) && peek() !== "x") v *= power();
+        else return v;
+      }
+    };
+    const signed = () => (take("-") ? -signed() : take("+") ? signed() : power());
+    const power = () => {
+      const base = atom();
+      return take("^") ? base ** signed() : base;  // 2^-1, and 2^3^2 = 2^9
+    };
+    const bracketed = () => {
+      if (!take("(") || (depth += 1) > 40) fail();
+      const v = sum();
+      if (!take(")")) fail();
+      depth -= 1;
+      return v;
+    };
+    const atom = () => {
+      const t = peek();
+      if (t === undefined) fail();
+      if (/^[\d.]/.test(t)) { at += 1; return Number(t); }
+      if (t === "(") return bracketed();
+      at += 1;
+      const argument = () => (peek() === "(" ? bracketed() : power());  // √2, sqrt2, sqrt(2)
+      if (t === "\u221a" || t === "sqrt") return Math.sqrt(argument());
+      if (t === "exp") return Math.exp(argument());
+      if (t === "e") return Math.E;
+      if (t === "pi" || t === "\u03c0") return Math.PI;
+      return fail();
+    };
+    try {
+      const v = sum();
+      return at === tokens.length ? v : NaN;
+    } catch (e) { return NaN; }
   }
 
   // A grid's entries (masked cells, which have no input, read as -Infinity); null if any is
@@ -125,19 +184,22 @@
     const tolerance = !(mine && mine.own) ? step.chain
       : graph.op === "softmax" && !graph.by_columns ? softmaxReach(section, problem, graph, expected, step.local)
       : step.local;
-    let right = 0, total = 0, unread = 0;
+    const whole = wholeGrid(problem, table);
+    let right = 0, total = 0, unread = 0, short = false;
     table.querySelectorAll("tr").forEach((tr, i) => {
       tr.querySelectorAll("td").forEach((td, j) => {
         const input = td.querySelector("input");
         if (!input) return;
         total += 1;
-        const entry = parseEntry(input.value, wholeGrid(problem, table));
+        const entry = parseEntry(input.value, whole);
         if (entry.blank) { setMark(td, input, null); return; }
         if (entry.error) { unread += 1; setMark(td, input, "unread", entry.error); messages.add(entry.error); return; }
         const ok = within(entry.value, step.values[i][j], step.chain[i][j])
           || (mine !== null && within(entry.value, expected[i][j], tolerance[i][j]));
-        const off = entry.value - (Number.isFinite(expected[i][j]) ? expected[i][j] : step.values[i][j]);
+        const target = Number.isFinite(expected[i][j]) ? expected[i][j] : step.values[i][j];
+        const off = entry.value - target;
         right += ok ? 1 : 0;
+        short = short || (!ok && !whole && [target, step.values[i][j]].some((v) => cutShort(entry, v)));
         setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? "too high" : "too low"));
       });
     });
@@ -146,7 +208,17 @@
       const why = typed && diagnosis(section, problem, graph, typed, expected, tolerance);
       if (why) messages.add(why);
     }
+    if (short) messages.add(`give ${data.decimals} decimal places`);  // after a slip's name: it says more
     return [right, total, unread];
+  }
+
+  // Whether a number typed to fewer places than the page's decimals is the right one rounded
+  // there, or cut short there (22.627 or 22.62 for 22.6274): it wants more places, not other
+  // working. (Said only where the grid is not a count of whole numbers.)
+  function cutShort(entry, right) {
+    if (entry.places === null || entry.places >= data.decimals || !Number.isFinite(right)) return false;
+    const unit = 10 ** -entry.places, near = (v) => Math.abs(entry.value - v) <= 1e-9 * Math.max(1, Math.abs(v));
+    return near(Math.round(right / unit) * unit) || near(Math.trunc(right / unit) * unit);
   }
 
   // A row's exponentials each written to the shown decimals move its weights by up to
@@ -193,11 +265,23 @@
         || Math.abs(x - expected[j][i]) <= slack(j, i)))) {
       return "this is the right matrix transposed: check which side multiplies, and what is transposed";
     }
+    if (permuted(pairs, tolerance)) return "the entries are in the wrong order: check which goes where";
     if (pairs.filter(([, e]) => Math.abs(e) > 1e-6).length < 2) return null;
     if (times(-1)) return "every entry has the wrong sign: check the signs in the formula";
     const ratio = pairs.reduce((s, [x, e]) => s + x * e, 0) / pairs.reduce((s, [, e]) => s + e * e, 0);
     return Math.abs(ratio - 1) > 1e-2 && times(ratio)
       ? `every entry is ${ratio.toFixed(3)} times the right one: check the scaling` : null;
+  }
+
+  // Whether the typed entries are the right ones in another order (a row reversed, two
+  // swapped): each matched to a right entry within the larger of the two places' tolerances.
+  function permuted(pairs, tolerance) {
+    if (pairs.length < 2 || pairs.every(([x, e, i, j]) => Math.abs(x - e) <= (tolerance[i][j] || 0) + 1e-9)) return false;
+    const left = pairs.map(([, e, i, j]) => [e, tolerance[i][j] || 0]);
+    return pairs.every(([x, , i, j]) => {
+      const k = left.findIndex(([e, t]) => Math.abs(x - e) <= Math.max(t, tolerance[i][j] || 0) + 1e-9);
+      return k >= 0 && left.splice(k, 1);
+    });
   }
 
   // The right choices of a part: its answer; or, where it asks which key gets the most
@@ -263,7 +347,9 @@
     part.querySelectorAll("table.grid").forEach(sayHighAndLow);
     part.dataset.score = total ? String(Number(part.dataset.marks) * right / total) : "0";
     const marks = part.querySelector(".marks");
-    marks.textContent = total ? `${right} of ${total} right` + (right === total ? " \u2713" : "") : "";
+    // the tally counts answers (boxes, shapes, a choice), not marks: [3 marks] may have 2 boxes
+    marks.textContent = total ? `${right} of ${total} answer${total === 1 ? "" : "s"} right`
+      + (right === total ? " \u2713" : "") : "";
     noteOf(part).textContent = cut([...messages][0] || "", 300);
     part.dataset.state = "checked";
     remember(section, part, true);
@@ -296,8 +382,10 @@
       const input = td.querySelector("input.wrong");
       if (input && said[input.title]) said[input.title].push(`row ${first + i + 1}, column ${j + 1}`);
     }));
+    const one = table.querySelectorAll("input").length === 1;  // a one-box grid: no place to say
     const text = Object.entries(said).filter(([, cells]) => cells.length)
-      .map(([how, cells]) => `${how}: ${cells.slice(0, 6).join("; ")}${cells.length > 6 ? ` and ${cells.length - 6} more` : ""}`)
+      .map(([how, cells]) => (one ? how
+        : `${how}: ${cells.slice(0, 6).join("; ")}${cells.length > 6 ? ` and ${cells.length - 6} more` : ""}`))
       .join(". ");
     let note = table.closest(".scroll").nextElementSibling;
     if (!note || !note.classList.contains("grid-note")) {
@@ -414,6 +502,19 @@
     section.querySelectorAll(".part").forEach((part) => {
       if (storage.getItem(checkedKey(section, part)) !== null) check(part, true);
     });
+  }
+
+  // A box that scrolls sideways (a wide matrix on a phone) fades on each side that has more
+  // to see; it is looked at again as it scrolls and as its size changes (a Reveal opened).
+  function cueScroll(box) {
+    const more = box.scrollWidth - box.clientWidth;
+    box.classList.toggle("more-right", more > 1 && box.scrollLeft < more - 1);
+    box.classList.toggle("more-left", more > 1 && box.scrollLeft > 1);
+  }
+  const sized = "ResizeObserver" in window ? new ResizeObserver((seen) => seen.forEach((e) => cueScroll(e.target))) : null;
+  for (const box of document.querySelectorAll(".scroll, .m")) {
+    box.addEventListener("scroll", () => cueScroll(box), { passive: true });
+    if (sized) sized.observe(box); else cueScroll(box);
   }
 
   for (const section of document.querySelectorAll("section.problem")) {
