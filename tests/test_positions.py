@@ -323,6 +323,70 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
         browser.close()
 
 
+def rope_student(problem, slip: tuple[str, int, int], decimals: int) -> dict:
+    """What a student types into a RoPE problem's grids who slips by +1 at one entry of Q or K and
+    works every later step on from their own typed (rounded) values, the offset part's q and k
+    too (row 2 of their Q, row 1 of their K)."""
+    import test_practice_students as students
+
+    known = {name: students.matrix(m) for name, m in problem["known"].items()}
+    pos, theta = known["pos"][:, 0], known["angles"][0]
+    typed = {name: students.rounded(known[name], decimals) for name in ("Q", "K")}
+    name, i, j = slip
+    typed[name][i, j] += 1
+
+    def rounded(m):
+        return students.rounded(m, decimals)
+
+    typed["Q_rot"], typed["K_rot"] = (rounded(rope_reference(typed[n], pos, theta)) for n in "QK")
+    typed["rope_scores"] = rounded(typed["Q_rot"] @ typed["K_rot"].T)
+    typed["scaled"] = rounded(typed["rope_scores"] / np.sqrt(typed["Q"].shape[1]))
+    typed["weights"] = rounded(students.softmax(typed["scaled"]))
+    (query, key), shift = (1, 0), known["pos_q"][0, 0] - pos[1]
+    typed["q_far"] = rounded(rope_reference(typed["Q"][query:query + 1], [pos[query] + shift], theta))
+    typed["k_far"] = rounded(rope_reference(typed["K"][key:key + 1], [pos[key] + shift], theta))
+    typed["s_far"] = rounded(typed["q_far"] @ typed["k_far"].T)
+    return typed
+
+
+@needs_browser
+@pytest.mark.parametrize("slip", [("Q", 1, 1), ("K", 0, 0)])
+def test_the_offset_part_is_marked_from_the_students_own_q_and_k(tmp_path, slip):
+    """A slip in row 2 of Q or row 1 of K, carried forward rightly, costs the offset part (e)
+    nothing: its q and k are the student's own rows (M7-1's Q[2,2] = -1 was marked "turns each pair
+    the wrong way" in (e), E5-1's q~ "too high")."""
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    decimals = 2
+    assert main(["--practice", "--types", "positions", "--difficulty", "medium", "--count", "3", "--seed",
+                 "7", "--decimals", str(decimals), "--format", "html", "--out", str(tmp_path)]) == 0
+    problems = students.marking_data(tmp_path / "practice.html")
+    ropes = {i: p for i, p in problems.items() if "q_far" in students.grids_of(p)}
+    assert ropes
+    entries = {}
+    for problem_id, problem in ropes.items():
+        keys = students.grids_of(problem)
+        entries[problem_id] = {name: students.texts(m, keys[name], decimals)
+                               for name, m in rope_student(problem, slip, decimals).items()}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((tmp_path / "practice.html").as_uri())
+        marks = students.type_and_check(page, entries)
+        browser.close()
+    name, i, j = slip
+    for problem_id, problem in ropes.items():
+        width = students.grids_of(problem)[name].shape[1]
+        wrong = {(grid, k) for grid, row in marks.items() if grid.startswith(f"{problem_id} ")
+                 and not grid.endswith(")") for k, mark in enumerate(row) if mark != "right"}
+        assert wrong == {(f"{problem_id} {name}", i * width + j)}, (problem_id, wrong)
+        assert "wrong way" not in marks[f"{problem_id} (e)"]
+
+
 def test_the_page_names_the_slips():
     from generator.formats.web import step_graph
 

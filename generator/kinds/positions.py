@@ -32,7 +32,7 @@ from generator.kinds.positions_plan import (
     register_steps,
     solve_positions,
 )
-from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.questions import Part, Pick, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths.exact import parse_exact, shown
 from generator.maths.spec import SpecError
 
@@ -78,7 +78,16 @@ def positions_question(spec) -> Question:
         parts[-1] = replace(parts[-1], answer=(solution.step("s_far").entries[0][0],
                                                solution.step("rope_scores").entries[query][key]))
     given = tuple(solution.step(n) for n in ("X", "W_Q", "W_K", "Q", "K") if _given(solution, n))
-    return Question(NAME, spec, solution, given, lettered(parts), extra=extra)
+    picks = offset_picks(spec) if spec.encoding == "rope" else ()
+    return Question(NAME, spec, solution, given, lettered(parts), extra=extra, picks=picks)
+
+
+def offset_picks(spec) -> tuple[Pick, Pick]:
+    """The offset part's q and k, read off the student's own Q and K on the practice page (row 2 of
+    Q, row 1 of K), so that a slip there, carried forward, costs (e) nothing."""
+    query, key = OFFSET_PAIR
+    columns = tuple(range(spec.d_k))
+    return Pick("q_sel", "Q", (query,), columns), Pick("k_sel", "K", (key,), columns)
 
 
 def _given(solution, name: str) -> bool:
