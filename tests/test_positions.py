@@ -238,6 +238,54 @@ def test_the_permutation_part_shows_it_on_the_problems_own_numbers():
             assert part.item.choices[part.item.answer].startswith("It is not just")
 
 
+def reference_weights(x: np.ndarray, question) -> np.ndarray:
+    """softmax((X + PE) W_Q ((X + PE) W_K)^T / sqrt(d_k)), from the paper's PE, apart from the engine."""
+    g = given_values(question)
+    x = x + sinusoidal_reference(positions_of(question), x.shape[1])
+    q, k = x @ g["W_Q"], x @ g["W_K"]
+    z = q @ k.T / np.sqrt(q.shape[1])
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_the_permutation_parts_right_answer_is_true_of_every_drawn_problems_numbers(difficulty, decimals):
+    """The right choice says X + PE is not the old one swapped and the scores change: after the
+    swap the weights' first row, as shown, differs from A's and from PAP^T's (E5-2 and 5 of 17 of
+    E11's sinusoids left A as it was); no drawn X has a zero row or two rows alike (E11-14, E11-27)."""
+    seen = 0
+    for seed in (5, 11):
+        for question in solved_set(draw_options(difficulty, decimals=decimals), seed, 40, 1, ("positions",)):
+            x = given_values(question)["X"]
+            assert not (x == 0).all(axis=1).any() and len({tuple(r) for r in x}) == len(x), question.spec.id
+            if question.spec.encoding != "sinusoidal":
+                continue
+            order = [1, 0, *range(2, len(x))]
+            weights, after = reference_weights(x, question), reference_weights(x[order], question)
+            shown = np.round(after[0], decimals)
+            for other in (weights[0], weights[order][:, order][0]):
+                assert np.abs(shown - np.round(other, decimals)).max() > 0, question.spec.id
+            assert question.parts[-1].item.topic == "permute-positions"
+            seen += 1
+    assert seen >= 10
+
+
+def test_a_spec_whose_swap_leaves_a_as_it_was_gets_a_true_key():
+    """E5-2's numbers: K reads only column 2 of X~, (1, 1) in both rows, so A' = A; the item's right
+    answer says so, and neither 'the scores change' nor PAP^T is marked right."""
+    record = {"type": "positions", "encoding": "sinusoidal", "X": [[-1, 1], [0, 1]], "W_Q": [[1, 1], [0, -1]],
+              "W_K": [[0, 0], [1, -1]], "W_V": [[-1, 0], [-1, -1]]}
+    question = solve_checked(spec_from_record(record, "pos"))
+    x = given_values(question)["X"]
+    np.testing.assert_allclose(reference_weights(x[[1, 0]], question), reference_weights(x, question))
+    item = question.parts[-1].item
+    assert item.topic == "permute-positions-same"
+    assert item.choices[item.answer].startswith("With these numbers it stays $A$")
+    assert all("the scores and the weights change" not in c for i, c in enumerate(item.choices)
+               if i == item.answer)
+
+
 # -- marking --------------------------------------------------------------------------------------
 
 def wrong(question, name: str, theirs: np.ndarray, decimals: int = 2) -> bool:
