@@ -184,6 +184,22 @@ def test_drawn_problems_match_the_papers_and_torch(difficulty, decimals):
         assert question.spec.mask == ("causal" if question.spec.encoding == "alibi" else "none")
 
 
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_a_set_takes_the_encodings_in_turn(difficulty):
+    """As the guide says (seed 2 medium drew alibi, alibi, rope; hard three ALiBi), in a set of
+    positions alone and in a mix, and a later version keeps each problem's encoding."""
+    from generator.kinds.sampling import sample_set
+
+    options = draw_options(difficulty, decimals=2)
+    for seed in (2, 9):
+        alone = [spec.encoding for spec in sample_set(options, seed, 6, 1, ("positions",))]
+        assert alone == ["sinusoidal", "rope", "alibi"] * 2
+        mixed = sample_set(options, seed, 6, 1, ("positions", "full"))
+        assert [spec.encoding for spec in mixed[::2]] == ["sinusoidal", "rope", "alibi"]
+    later = [spec.encoding for spec in sample_set(options, 2, 3, 2, ("positions",))]
+    assert later == ["sinusoidal", "rope", "alibi"]
+
+
 # -- RoPE's relative offset, and permutation equivariance --------------------------------------------
 
 @SETTINGS

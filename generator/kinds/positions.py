@@ -98,8 +98,8 @@ def permute_part(spec, solution, after_swap) -> Part:
         raise SpecError(f"problem {spec.id}: swapping tokens 1 and 2 changes nothing here (the "
                         f"permutation part would show no difference); give tokens 1 and 2 other "
                         f"embeddings")
-    unchanged = all(abs(a.value - b.value) < 1e-9 for row, other in zip(weights, after_swap.step("weights")
-                                                                         .entries) for a, b in zip(row, other))
+    after = after_swap.step("weights").entries
+    unchanged = all(abs(a.value - b.value) < 1e-9 for row, other in zip(weights, after) for a, b in zip(row, other))
     topic, choices = ("permute-positions-same", PERMUTE_SAME) if unchanged else ("permute-positions", PERMUTE)
     return Part("pe-permute", 1, answer=(moved, kept), item=shuffled_item(topic, choices, spec.id))
 
@@ -310,8 +310,8 @@ AFTER = {
                   r"$({% for n in part.answer[0] %}{{ n | num }}{{ ', ' if not loop.last }}{% endfor %})$, "
                   r"while the swap alone would give row 2 of $A$ with its entries 1 and 2 swapped, "
                   r"$({% for n in part.answer[1] %}{{ n | num }}{{ ', ' if not loop.last }}{% endfor %})$. "
-                  r"{% if part.item.topic == 'permute-positions-same' %} Here the first is row 1 of $A$ "
-                  r"itself: with these numbers the weights come out as before the swap.{% endif %} "
+                  r"{% if part.item.topic == 'permute-positions-same' %}Here the first is row 1 of $A$ "
+                  r"itself: with these numbers the weights come out as before the swap. {% endif %}"
                   r"Without $\mathrm{PE}$ the two would be equal: attention alone is permutation-"
                   r"equivariant, $A' = PAP^{\top}$.",
 }
@@ -323,7 +323,7 @@ register(QuestionType(
     check=_check, min_tokens=2, draw_options=draw_options, draw_params=draw_params,
     not_drawable=lambda options: ("the encodings' sines and cosines (and the softmax) need a calculator"
                                   if options.no_calculator else None),
-    in_default_mix=False, shrinks=(), shared=("encoding",)))
+    in_default_mix=False, shrinks=(), shared=("encoding",), in_turn=("encoding", ENCODINGS)))
 
 
 positions_ops.register()
