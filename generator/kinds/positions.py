@@ -99,7 +99,8 @@ def permute_part(spec, solution, after_swap) -> Part:
                         f"permutation part would show no difference); give tokens 1 and 2 other "
                         f"embeddings")
     after = after_swap.step("weights").entries
-    unchanged = all(abs(a.value - b.value) < 1e-9 for row, other in zip(weights, after) for a, b in zip(row, other))
+    unchanged = all(abs(a.value - b.value) < 1e-9
+                    for row, other in zip(weights, after) for a, b in zip(row, other))
     topic, choices = ("permute-positions-same", PERMUTE_SAME) if unchanged else ("permute-positions", PERMUTE)
     return Part("pe-permute", 1, answer=(moved, kept), item=shuffled_item(topic, choices, spec.id))
 
