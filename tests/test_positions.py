@@ -460,6 +460,53 @@ def test_the_page_names_the_slips():
         said.update({name: " ".join(slip["says"] for slip in graph[name]["slips"]) for name in graph})
     assert "degrees" in said["PE"] and "swapped" in said["PE"]
     assert "wrong way" in said["Q_rot"] and "penalty" in said["bias"] and "slope" in said["bias"]
+    for name in ("Q_rot", "K_rot", "q_far", "k_far"):  # parts (b) and (e), as PE's
+        assert "degrees" in said[name] and "swapped" in said[name], name
+
+
+def rope_slipped(rows: np.ndarray, positions, thetas, slip: str) -> np.ndarray:
+    """RoPE worked in degrees, or with cos and sin swapped: (x sin a - y cos a, x cos a + y sin a)."""
+    if slip == "degrees":
+        return rope_reference(rows, positions, np.radians(thetas))
+    out = rows.copy()
+    for row, m in enumerate(positions):
+        for i, theta in enumerate(thetas):
+            x, y, a = rows[row, 2 * i], rows[row, 2 * i + 1], m * theta
+            out[row, 2 * i:2 * i + 2] = [x * np.sin(a) - y * np.cos(a), x * np.cos(a) + y * np.sin(a)]
+    return out
+
+
+@needs_browser
+def test_the_page_names_ropes_degrees_and_swapped_slips(tmp_path):
+    """Q~ worked in degrees is named in (b), q~ with cos and sin swapped in (e)."""
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    assert main(["--practice", "--types", "positions", "--difficulty", "hard", "--count", "2", "--seed", "9",
+                 "--decimals", "2", "--format", "html", "--out", str(tmp_path)]) == 0
+    problems = students.marking_data(tmp_path / "practice.html")
+    problem_id, problem = next((i, p) for i, p in problems.items() if "q_far" in students.grids_of(p))
+    known = {name: students.matrix(m) for name, m in problem["known"].items()}
+    keys = students.grids_of(problem)
+    theta = known["angles"][0]
+    typed = {name: students.texts(students.rounded(known[name], 2), keys[name], 2)
+             for name in ("Q", "K", "K_rot", "k_far", "s_far")}
+    typed["Q_rot"] = students.texts(rope_slipped(known["Q"], known["pos"][:, 0], theta, "degrees"),
+                                    keys["Q_rot"], 2)
+    typed["q_far"] = students.texts(rope_slipped(known["q_sel"], known["pos_q"][:, 0], theta, "swapped"),
+                                    keys["q_far"], 2)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((tmp_path / "practice.html").as_uri())
+        marks = students.type_and_check(page, {problem_id: typed},
+                                        [[problem_id, "a"], [problem_id, "b"], [problem_id, "e"]])
+        browser.close()
+    assert "degrees" in marks[f"{problem_id} (b)"], marks
+    assert "swapped" in marks[f"{problem_id} (e)"], marks[f"{problem_id} (e)"]
 
 
 # -- spec files ------------------------------------------------------------------------------------
