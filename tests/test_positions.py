@@ -555,6 +555,32 @@ def test_the_key_keeps_the_exact_forms(tmp_path, run_cli):
     assert "sin(0.01) ≈ 0.0100 (exactly sin(1/100))" in key and "cos(2) ≈ -0.4161 (exactly cos(2))" in key
 
 
+def test_the_rope_key_simplifies_labels_and_brackets_as_the_statement(tmp_path, run_cli):
+    """H9-2's numbers: S[2,2] is exactly -0.53 (-53cos²(1)/100 - 53sin²(1)/100 folded), q~'s and
+    k~'s rows are labelled m' and n' as the statement names them, a shift of 1 is one position, the
+    hints bracket negatives as the key does, and each turned entry's LaTeX line is indented."""
+    from generator.rendering.hints import hint_of
+
+    spec = tmp_path / "rope.toml"
+    spec.write_text('type = "positions"\nencoding = "rope"\nshift = 1\nX = [[-1.5, 1.1], [0.7, -0.2]]\n'
+                    'W_Q = [[1, 1], [1, -1]]\nW_K = [[-1, 0], [0, 1]]\nW_V = [[1, 0], [0, 1]]\n',
+                    encoding="utf-8")
+    question = solve_checked(spec_from_record(
+        {"type": "positions", "encoding": "rope", "shift": 1, "X": [[-1.5, 1.1], [0.7, -0.2]],
+         "W_Q": [[1, 1], [1, -1]], "W_K": [[-1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]]}, "rope"))
+    assert question.solution.step("rope_scores").exact[1][1] == sympy.Rational(-53, 100)
+    assert run_cli("--spec", spec, "--format", "md", "--out", tmp_path / "out")[0] == 0
+    key = (tmp_path / "out" / "answers.md").read_text(encoding="utf-8")
+    assert "(-0.2099) + 0.9070·(-0.6971) = -0.53" in key
+    assert "row 1 (m′ = 2)" in key and "row 1 (n′ = 1)" in key and "(m = 2)" not in key
+    assert "Move both tokens on by 1 position:" in key
+    tex = (tmp_path / "out" / "answers.tex").read_text(encoding="utf-8")
+    assert "$,\\par\n\\quad$\\tilde{q}_{1,2}" in tex
+    part = question.parts[-1]
+    hints = " ".join(hint_of(question, step, None, 4).first for step in part.steps[:2])
+    assert "0.5·(-0.41615)" in hints and "·-" not in hints and "− -" not in hints, hints
+
+
 # -- every format, the record, the budget ----------------------------------------------------------
 
 def test_every_format_and_the_record_round_trip(tmp_path, run_cli):

@@ -285,7 +285,8 @@ PROMPTS = {
     "pos-weights": "Apply softmax to each row to get the attention weights $A$; show the exponentials, "
                    "their sums and the quotients.",
     "rope-offset": STEPS + r"{% set m = g.pos_q.exact[0][0] %}{% set n = g.pos_k"
-                   r".exact[0][0] %}Move both tokens on by {{ spec.shift or 2 }} positions: token 2's query "
+                   r".exact[0][0] %}{% set shift = spec.shift or 2 %}Move both tokens on by "
+                   r"{{ shift }} position{{ 's' if shift != 1 }}: token 2's query "
                    r"$q$ (row 2 of $Q$) to position $m' = {{ m }}$ and token 1's key $k$ (row 1 of $K$) to "
                    r"position $n' = {{ n }}$. Turn each there, "
                    r"$\tilde{q}$ and $\tilde{k}$, and compute their score $s = \tilde{q}\,\tilde{k}^{\top}$. "

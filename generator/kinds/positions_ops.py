@@ -23,7 +23,7 @@ import sympy
 
 from generator.maths import ops
 from generator.maths.engine import Num, Step
-from generator.rendering.hints import OpHint
+from generator.rendering.hints import OpHint, products
 
 SINUSOID = "sinusoid"
 ROPE = "rope"
@@ -234,11 +234,14 @@ def rope_seconds(step, cost) -> int:
 
 
 def rope_first(w) -> str:
-    """The hint's first line: the first row's first pair turned (one relation, the angle's)."""
+    """The hint's first line: the first row's first pair turned (one relation, the angle's), its
+    products written as the key's (a negative bracketed)."""
     line = w.line
-    x, y, c, s = (w.text(n) for n in (line.x, line.y, line.cos, line.sin))
+    c, s = (w.text(n) for n in (line.cos, line.sin))
+    turned = (products(((line.x, line.cos), (line.minus_y, line.sin)), w.text),
+              products(((line.x, line.sin), (line.y, line.cos)), w.text))
     return (f"angle {w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}, cos {c}, sin {s}; "
-            f"the pair turned, ({x}·{c} − {y}·{s}, {x}·{s} + {y}·{c}), is ({w.text(line.x_out)}, "
+            f"the pair turned, ({turned[0]}, {turned[1]}), is ({w.text(line.x_out)}, "
             f"{w.text(line.y_out)}).")
 
 
