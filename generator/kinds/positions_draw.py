@@ -42,8 +42,8 @@ def draw_options(options):
 
 def draw_params(rng, candidate, decimals: int, encoding: str | None = None) -> dict | None:
     """The encoding (a set's in turn, ``in_turn``, or a form's; else the candidate's mask tells
-    ALiBi's causal one apart), its own
-    matrices and choices, drawn and checked: hand-sized numbers, no degenerate rows, weights apart."""
+    ALiBi's causal one apart), its own matrices and choices, drawn and checked: hand-sized numbers,
+    no degenerate rows, weights apart."""
     if encoding is None:
         encoding = "alibi" if candidate.mask == "causal" else ("sinusoidal", "rope")[int(rng.integers(2))]
     if MASK_OF[encoding] != candidate.mask:
