@@ -184,6 +184,22 @@ def test_drawn_problems_match_the_papers_and_torch(difficulty, decimals):
         assert question.spec.mask == ("causal" if question.spec.encoding == "alibi" else "none")
 
 
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_a_set_takes_the_encodings_in_turn(difficulty):
+    """As the guide says (seed 2 medium drew alibi, alibi, rope; hard three ALiBi), in a set of
+    positions alone and in a mix, and a later version keeps each problem's encoding."""
+    from generator.kinds.sampling import sample_set
+
+    options = draw_options(difficulty, decimals=2)
+    for seed in (2, 9):
+        alone = [spec.encoding for spec in sample_set(options, seed, 6, 1, ("positions",))]
+        assert alone == ["sinusoidal", "rope", "alibi"] * 2
+        mixed = sample_set(options, seed, 6, 1, ("positions", "full"))
+        assert [spec.encoding for spec in mixed[::2]] == ["sinusoidal", "rope", "alibi"]
+    later = [spec.encoding for spec in sample_set(options, 2, 3, 2, ("positions",))]
+    assert later == ["sinusoidal", "rope", "alibi"]
+
+
 # -- RoPE's relative offset, and permutation equivariance --------------------------------------------
 
 @SETTINGS
@@ -236,6 +252,54 @@ def test_the_permutation_part_shows_it_on_the_problems_own_numbers():
             swapped = question.extra["swapped"]
             np.testing.assert_allclose(moved, swapped.step("weights").numeric[0])
             assert part.item.choices[part.item.answer].startswith("It is not just")
+
+
+def reference_weights(x: np.ndarray, question) -> np.ndarray:
+    """softmax((X + PE) W_Q ((X + PE) W_K)^T / sqrt(d_k)), from the paper's PE, apart from the engine."""
+    g = given_values(question)
+    x = x + sinusoidal_reference(positions_of(question), x.shape[1])
+    q, k = x @ g["W_Q"], x @ g["W_K"]
+    z = q @ k.T / np.sqrt(q.shape[1])
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+@pytest.mark.parametrize("decimals", [2, 4])
+def test_the_permutation_parts_right_answer_is_true_of_every_drawn_problems_numbers(difficulty, decimals):
+    """The right choice says X + PE is not the old one swapped and the scores change: after the
+    swap the weights' first row, as shown, differs from A's and from PAP^T's (E5-2 and 5 of 17 of
+    E11's sinusoids left A as it was); no drawn X has a zero row or two rows alike (E11-14, E11-27)."""
+    seen = 0
+    for seed in (5, 11):
+        for question in solved_set(draw_options(difficulty, decimals=decimals), seed, 40, 1, ("positions",)):
+            x = given_values(question)["X"]
+            assert not (x == 0).all(axis=1).any() and len({tuple(r) for r in x}) == len(x), question.spec.id
+            if question.spec.encoding != "sinusoidal":
+                continue
+            order = [1, 0, *range(2, len(x))]
+            weights, after = reference_weights(x, question), reference_weights(x[order], question)
+            shown = np.round(after[0], decimals)
+            for other in (weights[0], weights[order][:, order][0]):
+                assert np.abs(shown - np.round(other, decimals)).max() > 0, question.spec.id
+            assert question.parts[-1].item.topic == "permute-positions"
+            seen += 1
+    assert seen >= 10
+
+
+def test_a_spec_whose_swap_leaves_a_as_it_was_gets_a_true_key():
+    """E5-2's numbers: K reads only column 2 of X~, (1, 1) in both rows, so A' = A; the item's right
+    answer says so, and neither 'the scores change' nor PAP^T is marked right."""
+    record = {"type": "positions", "encoding": "sinusoidal", "X": [[-1, 1], [0, 1]], "W_Q": [[1, 1], [0, -1]],
+              "W_K": [[0, 0], [1, -1]], "W_V": [[-1, 0], [-1, -1]]}
+    question = solve_checked(spec_from_record(record, "pos"))
+    x = given_values(question)["X"]
+    np.testing.assert_allclose(reference_weights(x[[1, 0]], question), reference_weights(x, question))
+    item = question.parts[-1].item
+    assert item.topic == "permute-positions-same"
+    assert item.choices[item.answer].startswith("With these numbers it stays $A$")
+    assert all("the scores and the weights change" not in c for i, c in enumerate(item.choices)
+               if i == item.answer)
 
 
 # -- marking --------------------------------------------------------------------------------------
@@ -323,6 +387,70 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
         browser.close()
 
 
+def rope_student(problem, slip: tuple[str, int, int], decimals: int) -> dict:
+    """What a student types into a RoPE problem's grids who slips by +1 at one entry of Q or K and
+    works every later step on from their own typed (rounded) values, the offset part's q and k
+    too (row 2 of their Q, row 1 of their K)."""
+    import test_practice_students as students
+
+    known = {name: students.matrix(m) for name, m in problem["known"].items()}
+    pos, theta = known["pos"][:, 0], known["angles"][0]
+    typed = {name: students.rounded(known[name], decimals) for name in ("Q", "K")}
+    name, i, j = slip
+    typed[name][i, j] += 1
+
+    def rounded(m):
+        return students.rounded(m, decimals)
+
+    typed["Q_rot"], typed["K_rot"] = (rounded(rope_reference(typed[n], pos, theta)) for n in "QK")
+    typed["rope_scores"] = rounded(typed["Q_rot"] @ typed["K_rot"].T)
+    typed["scaled"] = rounded(typed["rope_scores"] / np.sqrt(typed["Q"].shape[1]))
+    typed["weights"] = rounded(students.softmax(typed["scaled"]))
+    (query, key), shift = (1, 0), known["pos_q"][0, 0] - pos[1]
+    typed["q_far"] = rounded(rope_reference(typed["Q"][query:query + 1], [pos[query] + shift], theta))
+    typed["k_far"] = rounded(rope_reference(typed["K"][key:key + 1], [pos[key] + shift], theta))
+    typed["s_far"] = rounded(typed["q_far"] @ typed["k_far"].T)
+    return typed
+
+
+@needs_browser
+@pytest.mark.parametrize("slip", [("Q", 1, 1), ("K", 0, 0)])
+def test_the_offset_part_is_marked_from_the_students_own_q_and_k(tmp_path, slip):
+    """A slip in row 2 of Q or row 1 of K, carried forward rightly, costs the offset part (e)
+    nothing: its q and k are the student's own rows (M7-1's Q[2,2] = -1 was marked "turns each pair
+    the wrong way" in (e), E5-1's q~ "too high")."""
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    decimals = 2
+    assert main(["--practice", "--types", "positions", "--difficulty", "medium", "--count", "3", "--seed",
+                 "7", "--decimals", str(decimals), "--format", "html", "--out", str(tmp_path)]) == 0
+    problems = students.marking_data(tmp_path / "practice.html")
+    ropes = {i: p for i, p in problems.items() if "q_far" in students.grids_of(p)}
+    assert ropes
+    entries = {}
+    for problem_id, problem in ropes.items():
+        keys = students.grids_of(problem)
+        entries[problem_id] = {name: students.texts(m, keys[name], decimals)
+                               for name, m in rope_student(problem, slip, decimals).items()}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((tmp_path / "practice.html").as_uri())
+        marks = students.type_and_check(page, entries)
+        browser.close()
+    name, i, j = slip
+    for problem_id, problem in ropes.items():
+        width = students.grids_of(problem)[name].shape[1]
+        wrong = {(grid, k) for grid, row in marks.items() if grid.startswith(f"{problem_id} ")
+                 and not grid.endswith(")") for k, mark in enumerate(row) if mark != "right"}
+        assert wrong == {(f"{problem_id} {name}", i * width + j)}, (problem_id, wrong)
+        assert "wrong way" not in marks[f"{problem_id} (e)"]
+
+
 def test_the_page_names_the_slips():
     from generator.formats.web import step_graph
 
@@ -332,6 +460,53 @@ def test_the_page_names_the_slips():
         said.update({name: " ".join(slip["says"] for slip in graph[name]["slips"]) for name in graph})
     assert "degrees" in said["PE"] and "swapped" in said["PE"]
     assert "wrong way" in said["Q_rot"] and "penalty" in said["bias"] and "slope" in said["bias"]
+    for name in ("Q_rot", "K_rot", "q_far", "k_far"):  # parts (b) and (e), as PE's
+        assert "degrees" in said[name] and "swapped" in said[name], name
+
+
+def rope_slipped(rows: np.ndarray, positions, thetas, slip: str) -> np.ndarray:
+    """RoPE worked in degrees, or with cos and sin swapped: (x sin a - y cos a, x cos a + y sin a)."""
+    if slip == "degrees":
+        return rope_reference(rows, positions, np.radians(thetas))
+    out = rows.copy()
+    for row, m in enumerate(positions):
+        for i, theta in enumerate(thetas):
+            x, y, a = rows[row, 2 * i], rows[row, 2 * i + 1], m * theta
+            out[row, 2 * i:2 * i + 2] = [x * np.sin(a) - y * np.cos(a), x * np.cos(a) + y * np.sin(a)]
+    return out
+
+
+@needs_browser
+def test_the_page_names_ropes_degrees_and_swapped_slips(tmp_path):
+    """Q~ worked in degrees is named in (b), q~ with cos and sin swapped in (e)."""
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    assert main(["--practice", "--types", "positions", "--difficulty", "hard", "--count", "2", "--seed", "9",
+                 "--decimals", "2", "--format", "html", "--out", str(tmp_path)]) == 0
+    problems = students.marking_data(tmp_path / "practice.html")
+    problem_id, problem = next((i, p) for i, p in problems.items() if "q_far" in students.grids_of(p))
+    known = {name: students.matrix(m) for name, m in problem["known"].items()}
+    keys = students.grids_of(problem)
+    theta = known["angles"][0]
+    typed = {name: students.texts(students.rounded(known[name], 2), keys[name], 2)
+             for name in ("Q", "K", "K_rot", "k_far", "s_far")}
+    typed["Q_rot"] = students.texts(rope_slipped(known["Q"], known["pos"][:, 0], theta, "degrees"),
+                                    keys["Q_rot"], 2)
+    typed["q_far"] = students.texts(rope_slipped(known["q_sel"], known["pos_q"][:, 0], theta, "swapped"),
+                                    keys["q_far"], 2)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((tmp_path / "practice.html").as_uri())
+        marks = students.type_and_check(page, {problem_id: typed},
+                                        [[problem_id, "a"], [problem_id, "b"], [problem_id, "e"]])
+        browser.close()
+    assert "degrees" in marks[f"{problem_id} (b)"], marks
+    assert "swapped" in marks[f"{problem_id} (e)"], marks[f"{problem_id} (e)"]
 
 
 # -- spec files ------------------------------------------------------------------------------------
@@ -378,6 +553,32 @@ def test_the_key_keeps_the_exact_forms(tmp_path, run_cli):
     assert run_cli("--spec", spec, "--format", "md", "--out", tmp_path / "out")[0] == 0
     key = (tmp_path / "out" / "answers.md").read_text(encoding="utf-8")
     assert "sin(0.01) ≈ 0.0100 (exactly sin(1/100))" in key and "cos(2) ≈ -0.4161 (exactly cos(2))" in key
+
+
+def test_the_rope_key_simplifies_labels_and_brackets_as_the_statement(tmp_path, run_cli):
+    """H9-2's numbers: S[2,2] is exactly -0.53 (-53cos²(1)/100 - 53sin²(1)/100 folded), q~'s and
+    k~'s rows are labelled m' and n' as the statement names them, a shift of 1 is one position, the
+    hints bracket negatives as the key does, and each turned entry's LaTeX line is indented."""
+    from generator.rendering.hints import hint_of
+
+    spec = tmp_path / "rope.toml"
+    spec.write_text('type = "positions"\nencoding = "rope"\nshift = 1\nX = [[-1.5, 1.1], [0.7, -0.2]]\n'
+                    'W_Q = [[1, 1], [1, -1]]\nW_K = [[-1, 0], [0, 1]]\nW_V = [[1, 0], [0, 1]]\n',
+                    encoding="utf-8")
+    question = solve_checked(spec_from_record(
+        {"type": "positions", "encoding": "rope", "shift": 1, "X": [[-1.5, 1.1], [0.7, -0.2]],
+         "W_Q": [[1, 1], [1, -1]], "W_K": [[-1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]]}, "rope"))
+    assert question.solution.step("rope_scores").exact[1][1] == sympy.Rational(-53, 100)
+    assert run_cli("--spec", spec, "--format", "md", "--out", tmp_path / "out")[0] == 0
+    key = (tmp_path / "out" / "answers.md").read_text(encoding="utf-8")
+    assert "(-0.2099) + 0.9070·(-0.6971) = -0.53" in key
+    assert "row 1 (m′ = 2)" in key and "row 1 (n′ = 1)" in key and "(m = 2)" not in key
+    assert "Move both tokens on by 1 position:" in key
+    tex = (tmp_path / "out" / "answers.tex").read_text(encoding="utf-8")
+    assert "$,\\par\n\\quad$\\tilde{q}_{1,2}" in tex
+    part = question.parts[-1]
+    hints = " ".join(hint_of(question, step, None, 4).first for step in part.steps[:2])
+    assert "0.5·(-0.41615)" in hints and "·-" not in hints and "− -" not in hints, hints
 
 
 # -- every format, the record, the budget ----------------------------------------------------------

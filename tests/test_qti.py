@@ -165,8 +165,11 @@ def step_interval(step, inputs, spec, decimals):
         positions, rates = inputs[-2], inputs[-1]
         angle = times(interval(positions[0][:, :1], positions[1][:, :1]), interval(rates[0], rates[1]))
         middle, reach = (angle[0] + angle[1]) / 2, (angle[1] - angle[0]) / 2 + u  # |sin'|, |cos'| <= 1
-        sin = interval(np.sin(middle) - reach - u, np.sin(middle) + reach + u)
-        cos = interval(np.cos(middle) - reach - u, np.cos(middle) + reach + u)
+        # RoPE's cos and sin are written before they are used; PE's are its entries, whose writing
+        # the caller adds (``reaches``): not twice
+        reach = reach + (u if step.op == "rope" else 0)
+        sin = interval(np.sin(middle) - reach, np.sin(middle) + reach)
+        cos = interval(np.cos(middle) - reach, np.cos(middle) + reach)
         if step.op == "sinusoid":
             return tuple(np.stack([sin[k], cos[k]], axis=2).reshape(len(middle), -1) for k in (0, 1))
         (low, high), h = inputs[0], inputs[0][0].shape[1] // 2

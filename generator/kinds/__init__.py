@@ -89,6 +89,9 @@ class QuestionType:
     # Its own draw choices (params) that every version of a problem shares, as its shape:
     # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts).
     shared: tuple[str, ...] = ()
+    # A draw choice its problems take in turn through a set unless a form keeps one: (the param,
+    # its values); a set's k-th problem of the type takes value k (positions' encodings).
+    in_turn: tuple[str, tuple] | None = None
     # (rng, candidate, params, decimals) -> the params it adds without a calculator (the
     # lean part set, a row of weights given to two places), or None to draw again
     no_calculator: Callable | None = None

@@ -32,7 +32,7 @@ from generator.kinds.positions_plan import (
     register_steps,
     solve_positions,
 )
-from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.questions import Part, Pick, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths.exact import parse_exact, shown
 from generator.maths.spec import SpecError
 
@@ -64,21 +64,45 @@ def positions_question(spec) -> Question:
     extra = {}
     if spec.encoding == "sinusoidal" and spec.n_queries >= 2:
         extra["swapped"] = solve_positions(swapped(spec))
-        order = [1, 0, *range(2, spec.n_keys)]
-        moved = extra["swapped"].step("weights").entries[0]
-        kept = tuple(solution.step("weights").entries[1][k] for k in order)
-        if max(abs(a.value - b.value) for a, b in zip(moved, kept)) < 1e-9:
-            raise SpecError(f"problem {spec.id}: swapping tokens 1 and 2 changes nothing here (the "
-                            f"permutation part would show no difference); give tokens 1 and 2 other "
-                            f"embeddings")
-        parts.append(Part("pe-permute", 1, answer=(moved, kept),
-                          item=shuffled_item("permute-positions", PERMUTE, spec.id)))
+        parts.append(permute_part(spec, solution, extra["swapped"]))
     if spec.encoding == "rope":  # the offset part's score beside S_{2,1}
         query, key = OFFSET_PAIR
         parts[-1] = replace(parts[-1], answer=(solution.step("s_far").entries[0][0],
                                                solution.step("rope_scores").entries[query][key]))
     given = tuple(solution.step(n) for n in ("X", "W_Q", "W_K", "Q", "K") if _given(solution, n))
-    return Question(NAME, spec, solution, given, lettered(parts), extra=extra)
+    picks = offset_picks(spec) if spec.encoding == "rope" else ()
+    return Question(NAME, spec, solution, given, lettered(parts), extra=extra, picks=picks)
+
+
+def offset_picks(spec) -> tuple[Pick, Pick]:
+    """The offset part's q and k, read off the student's own Q and K on the practice page (row 2 of
+    Q, row 1 of K), so that a slip there, carried forward, costs (e) nothing."""
+    query, key = OFFSET_PAIR
+    columns = tuple(range(spec.d_k))
+    return Pick("q_sel", "Q", (query,), columns), Pick("k_sel", "K", (key,), columns)
+
+
+def permute_part(spec, solution, after_swap) -> Part:
+    """The permutation choice, its right answer true of the problem's own numbers: the swapped
+    weights' first row against PAP^T's (refused where they agree: the part would show nothing) and
+    against A's (where they agree, a spec's numbers leave A as it was: the item says so)."""
+    order = [1, 0, *range(2, spec.n_keys)]
+    weights = solution.step("weights").entries
+    moved = after_swap.step("weights").entries[0]
+    kept = tuple(weights[1][k] for k in order)
+
+    def same(row) -> bool:
+        return max(abs(a.value - b.value) for a, b in zip(moved, row)) < 1e-9
+
+    if same(kept):
+        raise SpecError(f"problem {spec.id}: swapping tokens 1 and 2 changes nothing here (the "
+                        f"permutation part would show no difference); give tokens 1 and 2 other "
+                        f"embeddings")
+    after = after_swap.step("weights").entries
+    unchanged = all(abs(a.value - b.value) < 1e-9
+                    for row, other in zip(weights, after) for a, b in zip(row, other))
+    topic, choices = ("permute-positions-same", PERMUTE_SAME) if unchanged else ("permute-positions", PERMUTE)
+    return Part("pe-permute", 1, answer=(moved, kept), item=shuffled_item(topic, choices, spec.id))
 
 
 def _given(solution, name: str) -> bool:
@@ -106,6 +130,20 @@ PERMUTE = (
      r"$\mathrm{PE}$ not even that holds"),
 )
 
+# Where a spec's numbers leave A as it was after the swap (the scores reach only what the two
+# tokens share, here): not equivariance, and not "the scores change" either.
+PERMUTE_SAME = (
+    (r"With these numbers it stays $A$, which is not $PAP^{\top}$: each of the two tokens gets the "
+     r"other's encoding, so $X + \mathrm{PE}$ is not the old one with two rows swapped, yet here the "
+     r"weights come out as before.", ""),
+    (r"It is $A$ with rows 1 and 2 and columns 1 and 2 swapped, $A' = PAP^{\top}$: attention is "
+     r"permutation-equivariant.",
+     r"that holds without positional information; the encoding is added by position, not by token"),
+    (r"It changes: the swapped tokens get new encodings, so the scores and the weights change.",
+     r"the encodings move, but with these numbers the weights come out as before: work them out"),
+    (r"Only its rows 1 and 2 swap, as the rows of $X$ do.",
+     r"the tokens are keys too; and with these numbers the rows stay as they were"),
+)
 
 # -- its keys ------------------------------------------------------------------------------------
 
@@ -247,7 +285,8 @@ PROMPTS = {
     "pos-weights": "Apply softmax to each row to get the attention weights $A$; show the exponentials, "
                    "their sums and the quotients.",
     "rope-offset": STEPS + r"{% set m = g.pos_q.exact[0][0] %}{% set n = g.pos_k"
-                   r".exact[0][0] %}Move both tokens on by {{ spec.shift or 2 }} positions: token 2's query "
+                   r".exact[0][0] %}{% set shift = spec.shift or 2 %}Move both tokens on by "
+                   r"{{ shift }} position{{ 's' if shift != 1 }}: token 2's query "
                    r"$q$ (row 2 of $Q$) to position $m' = {{ m }}$ and token 1's key $k$ (row 1 of $K$) to "
                    r"position $n' = {{ n }}$. Turn each there, "
                    r"$\tilde{q}$ and $\tilde{k}$, and compute their score $s = \tilde{q}\,\tilde{k}^{\top}$. "
@@ -273,6 +312,8 @@ AFTER = {
                   r"$({% for n in part.answer[0] %}{{ n | num }}{{ ', ' if not loop.last }}{% endfor %})$, "
                   r"while the swap alone would give row 2 of $A$ with its entries 1 and 2 swapped, "
                   r"$({% for n in part.answer[1] %}{{ n | num }}{{ ', ' if not loop.last }}{% endfor %})$. "
+                  r"{% if part.item.topic == 'permute-positions-same' %}Here the first is row 1 of $A$ "
+                  r"itself: with these numbers the weights come out as before the swap. {% endif %}"
                   r"Without $\mathrm{PE}$ the two would be equal: attention alone is permutation-"
                   r"equivariant, $A' = PAP^{\top}$.",
 }
@@ -284,7 +325,7 @@ register(QuestionType(
     check=_check, min_tokens=2, draw_options=draw_options, draw_params=draw_params,
     not_drawable=lambda options: ("the encodings' sines and cosines (and the softmax) need a calculator"
                                   if options.no_calculator else None),
-    in_default_mix=False, shrinks=(), shared=("encoding",)))
+    in_default_mix=False, shrinks=(), shared=("encoding",), in_turn=("encoding", ENCODINGS)))
 
 
 positions_ops.register()

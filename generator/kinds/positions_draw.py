@@ -41,8 +41,9 @@ def draw_options(options):
 
 
 def draw_params(rng, candidate, decimals: int, encoding: str | None = None) -> dict | None:
-    """The encoding (the candidate's mask tells ALiBi's causal one apart; a form keeps it), its own
-    matrices and choices, drawn and checked: hand-sized numbers, no degenerate rows, weights apart."""
+    """The encoding (a set's in turn, ``in_turn``, or a form's; else the candidate's mask tells
+    ALiBi's causal one apart), its own matrices and choices, drawn and checked: hand-sized numbers,
+    no degenerate rows, weights apart."""
     if encoding is None:
         encoding = "alibi" if candidate.mask == "causal" else ("sinusoidal", "rope")[int(rng.integers(2))]
     if MASK_OF[encoding] != candidate.mask:
@@ -103,6 +104,8 @@ def worthy(encoding: str, matrices: dict, params: dict, mask: str, decimals: int
     plan = plan_of(spec)
     given = {name: step.numeric for name, step in known_steps(spec, Evaluator()).items()}
     given.update({name: np.array(m, dtype=float) for name, m in matrices.items()})
+    if not _rows_apart(given["X"]):
+        return False
     if encoding == "rope":
         return _worthy_rope(spec, plan, given, decimals)
     values = run_plan(plan, given, None, spec.d_k, spec.visible if mask != "none" else None)
@@ -133,12 +136,20 @@ def _worthy_values(values: dict, plan, decimals: int) -> bool:
         tops[:, -1] - tops[:, -2] > TIE).all() and np.abs(values["output"]).max() <= 9
 
 
+def _rows_apart(x: np.ndarray) -> bool:
+    """No zero row in X and no two rows alike (the tokens' swap would change nothing)."""
+    return not (np.abs(x) < 1e-9).all(axis=1).any() and len({tuple(r) for r in x}) == len(x)
+
+
 def _permutation_shows(spec, values, given, plan, decimals: int) -> bool:
-    """With tokens 1 and 2 swapped the weights' first row is well apart from what the swap alone
-    would give (row 2 of A, its entries 1 and 2 swapped: PAP^T's first row)."""
+    """What the permutation part's right answer says holds visibly: with tokens 1 and 2 swapped the
+    weights A' are well apart both from what the swap alone would give (PAP^T) and from A (the
+    scores change), in their first row, the one the key shows."""
     order = [1, 0, *range(2, len(given["X"]))]
-    other = run_plan(plan, dict(given, X=given["X"][order]), None, spec.d_k)
-    return np.abs(other["weights"][0] - values["weights"][1][order]).max() > 10 * 10.0 ** -decimals
+    other = run_plan(plan, dict(given, X=given["X"][order]), None, spec.d_k)["weights"]
+    weights, apart = values["weights"], 10 * 10.0 ** -decimals
+    permuted = weights[order][:, order]
+    return all(np.abs(other[0] - m[0]).max() > apart for m in (permuted, weights))
 
 
 # Prose reads the solution's steps by name (the positions, frequencies, angles, slope): g.pos, ...

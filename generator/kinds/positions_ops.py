@@ -23,7 +23,7 @@ import sympy
 
 from generator.maths import ops
 from generator.maths.engine import Num, Step
-from generator.rendering.hints import OpHint
+from generator.rendering.hints import OpHint, products
 
 SINUSOID = "sinusoid"
 ROPE = "rope"
@@ -209,11 +209,16 @@ def rope_shape(step_def, shapes):
 
 
 def rope_slips(step_def, sym, spec, before, whole=None):
-    """Turned the wrong way (sin's sign flipped), and, of four columns or more, the pairs taken as
-    the two halves (x_i, x_{i+d/2}) rather than interleaved."""
+    """Turned the wrong way (sin's sign flipped), the calculator in degrees, cos and sin swapped,
+    and, of four columns or more, the pairs taken as the two halves (x_i, x_{i+d/2}) rather than
+    interleaved."""
     me, of = sym(step_def.name), sym(step_def.inputs[0])
     found = [({"direction": -1}, f"this turns each pair the wrong way: ({of}₂ᵢ₊₁, {of}₂ᵢ₊₂) becomes "
-                                 f"(x cos a − y sin a, x sin a + y cos a) in {me}, a = m·θᵢ")]
+                                 f"(x cos a − y sin a, x sin a + y cos a) in {me}, a = m·θᵢ"),
+             ({"degrees": True}, f"this is worked in degrees: the angles m·θᵢ of {me} are radians "
+                                 f"(set the calculator to RAD)"),
+             ({"swapped": True}, f"cos and sin are swapped: {me} turns each pair (x, y) to "
+                                 f"(x cos a − y sin a, x sin a + y cos a), a = m·θᵢ")]
     if spec.d_k >= 4:
         found.append(({"halves": True}, f"this pairs column i with column i + d/2: {me} turns the "
                                         f"neighbouring columns (1, 2), (3, 4), ... together"))
@@ -229,11 +234,14 @@ def rope_seconds(step, cost) -> int:
 
 
 def rope_first(w) -> str:
-    """The hint's first line: the first row's first pair turned (one relation, the angle's)."""
+    """The hint's first line: the first row's first pair turned (one relation, the angle's), its
+    products written as the key's (a negative bracketed)."""
     line = w.line
-    x, y, c, s = (w.text(n) for n in (line.x, line.y, line.cos, line.sin))
+    c, s = (w.text(n) for n in (line.cos, line.sin))
+    turned = (products(((line.x, line.cos), (line.minus_y, line.sin)), w.text),
+              products(((line.x, line.sin), (line.y, line.cos)), w.text))
     return (f"angle {w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}, cos {c}, sin {s}; "
-            f"the pair turned, ({x}·{c} − {y}·{s}, {x}·{s} + {y}·{c}), is ({w.text(line.x_out)}, "
+            f"the pair turned, ({turned[0]}, {turned[1]}), is ({w.text(line.x_out)}, "
             f"{w.text(line.y_out)}).")
 
 

@@ -225,7 +225,8 @@ def sample_set(options: DrawOptions, seed: int, count: int, version: int = 1,
     for index in range(1, count + 1):
         kind = types[(index - 1) % len(types)]
         form = forms[index - 1] if forms else None
-        spec, identity = draw_problem(options, seed, version, index, kind, form, seen)
+        spec, identity = draw_problem(options, seed, version, index, kind, form, seen,
+                                      turn=(index - 1) // len(types))
         seen.add(identity)
         specs.append(spec)
     return specs
@@ -240,12 +241,14 @@ def first_version_forms(options: DrawOptions, seed: int, count: int,
 
 
 def draw_problem(options: DrawOptions, seed: int, version: int, index: int, kind: str,
-                 form: Form | None = None, seen=frozenset()) -> tuple[ProblemSpec, tuple]:
+                 form: Form | None = None, seen=frozenset(),
+                 turn: int | None = None) -> tuple[ProblemSpec, tuple]:
     """Problem ``index`` of a version, a question of type ``kind`` (of ``form``), and what
-    makes it distinct from the set's others."""
+    makes it distinct from the set's others; ``turn``: how many of the type came before it
+    (its ``in_turn`` choice), None to draw that choice too."""
     drawn_with = form.options(options) if form else options
     drawn = options_for(kind, drawn_with)
-    candidate, params = _first_worthy(drawn, seed, version, index, seen, kind, form)
+    candidate, params = _first_worthy(drawn, seed, version, index, seen, kind, form, turn)
     spec = candidate_spec(candidate, problem_id(drawn_with, seed, version, index, kind),
                           None if options.secret else seed)
     extra = params.pop("matrices", {})  # a type's own given matrix, such as dO
@@ -350,11 +353,15 @@ def difficulty_of(problem: str) -> str | None:
     return next((d for d in PRESETS if match and d[0].upper() == match.group(1)), None)
 
 
-def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple[Candidate, dict]:
-    """The first worthy candidate, and its type's own choices: kept to a form's shared choices,
-    and asking the type's lean part set where the form says so."""
+def _first_worthy(options, seed, version, index, seen, kind, form=None,
+                  turn=None) -> tuple[Candidate, dict]:
+    """The first worthy candidate, and its type's own choices: kept to a form's shared choices
+    (else the type's choice in turn), and asking the type's lean part set where the form says so."""
     attempts = HEADS_ATTEMPTS if TYPES[kind].heads else MAX_ATTEMPTS
     shared = dict(form.shared) if form else {}
+    if TYPES[kind].in_turn and turn is not None and shared.get(TYPES[kind].in_turn[0]) is None:
+        name, values = TYPES[kind].in_turn
+        shared[name] = values[turn % len(values)]
     for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)

@@ -218,7 +218,11 @@ class Evaluator:
             return self(total)  # gradients through e: left as written
         # Sums of radicals: expanded, a + b·√2 + c·√3 + ..., is short, and so stays every step
         # that uses it (left as products of sums, a 12-token spec's forms ran to megabytes).
-        return self(sympy.expand(total))
+        total = sympy.expand(total)
+        if total.has(sympy.sin, sympy.cos):  # turned pairs' scores: cos² + sin² = 1, angles' sums fold
+            simpler = sympy.trigsimp(total)
+            total = simpler if sympy.count_ops(simpler) < sympy.count_ops(total) else total
+        return self(total)
 
     def total(self, nums) -> Num:
         """The sum of ``nums``: exact as a sympy sum, its float by ``math.fsum``."""

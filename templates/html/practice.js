@@ -142,6 +142,9 @@
     const mine = table && readGrid(table, problem);
     if (mine) return { values: mine, own: true };
     if (name in problem.given) return { values: asMatrix(problem.given[name]), own: true };
+    const pick = !table && problem.graph[name];  // a row read off the student's own grid (RoPE's q, k)
+    const picked = pick && pick.op === "pick" && fromOwnValues(section, problem, pick);
+    if (picked) return picked;
     return { values: asMatrix(problem.known[name]), own: false };
   }
 
