@@ -134,3 +134,13 @@ def test_moodles_dropdowns_are_lettered_unicode_text_and_shuffled(tmp_path, run_
     labels = re.findall(r'<response_label ident="choice(\d)"><material><mattext texttype="text/html">(.{4})',
                         canvas.read_package(tmp_path / "qti.zip")["quiz.xml"].decode())
     assert labels and all(text == f"({'ABCD'[int(n) - 1]}) " for n, text in labels)
+
+
+def test_a_paper_of_one_later_problem_starts_on_its_first_page(tmp_path, run_cli):
+    """--problem H9-2 wrote a page break before its one problem: page 1 held only the header."""
+    code, _, _ = run_cli("--types", "positions", "--difficulty", "hard", "--problem", "H9-2", "--out", tmp_path / "one")
+    assert code == 0
+    for name in ("questions.tex", "answers.tex"):
+        assert "\\newpage" not in (tmp_path / "one" / name).read_text()
+    code, _, _ = run_cli("--types", "full", "--count", "2", "--seed", "9", "--out", tmp_path / "two")
+    assert code == 0 and (tmp_path / "two" / "answers.tex").read_text().count("\\newpage") == 1
