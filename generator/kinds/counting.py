@@ -21,12 +21,15 @@ which of the four it asks.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import product
 
 import sympy
 
 from generator.kinds import Param, QuestionType, counting_ops, kv_cache_ops, register
-from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, trap_choices
+from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, WHY, trap_choices
 from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths import steps
 from generator.maths.engine import Evaluator, Step, run
@@ -142,6 +145,10 @@ def _steps() -> tuple[StepDef, ...]:
     )
 
 
+# A part's marks, about a mark per minute and a half of its working (the guide's rule, as the
+# full type's): its steps share them by their registry marks (a weight each, the attention's and
+# the KV cache's twice the others'), as the page, Moodle and Canvas all divide them.
+MARKS = {"parameters": 3, "operations": 2, "memory": 2}
 GROUPS = {"parameters": ("count_attention", "count_ffn", "count_norms", "count_layer", "count_model"),
           "operations": ("count_qk_mult", "count_qk_add", "count_softmax", "count_av_mult", "count_av_add",
                          "count_projections", "count_flops"),
@@ -209,7 +216,7 @@ def counting_question(spec) -> Question:
     known["count_kv_model"] = _given("count_kv_model", [[c.layers, c.kv, c.dk, c.n, c.b, 1]], num)
     plan = tuple(REGISTRY[name] for name in known) + tuple(REGISTRY[name] for name in asked)
     solution = run(plan, spec, known, num)
-    parts = [Part(f"count-{group}", sum(REGISTRY[n].marks for n in GROUPS[group]),
+    parts = [Part(f"count-{group}", MARKS[group],
                   tuple(solution.step(n) for n in GROUPS[group]),
                   step_marks=tuple(REGISTRY[n].marks for n in GROUPS[group]), notes=False,
                   answer=facts(group, c, solution))
@@ -225,11 +232,28 @@ def _given(name: str, rows, num) -> Step:
     return Step(name, f"{name} (given)", "given", entries)
 
 
-def attention_parameters(c: Config) -> int:
-    """The attention sublayer's parameters, for the traps' other layers (the heads doubled): the
-    four weights, and with biases a value per output column of each."""
-    columns = (c.h + 2 * c.kv) * c.dk  # of W_Q, W_K and W_V together
-    return c.d * columns + c.h * c.dk * c.d + ((columns + c.d) if c.bias else 0)
+def answers(c: Config) -> dict[str, int]:
+    """Every count the question can ask of configuration ``c``, worked apart from the engine (each
+    term's factors multiplied, the terms added): what versions of a problem must not share."""
+    found = {name: sum(math.prod(factors) for _, factors in terms(c)) for name, terms in TERMS.items()}
+    found["count_layer"] = found["count_attention"] + found["count_ffn"] + found["count_norms"]
+    found["count_model"] = c.layers * found["count_layer"]
+    found["count_kv_cache"] = 2 * c.layers * c.kv * c.dk * c.n * c.b
+    return found
+
+
+def attention_kind(c: Config) -> str:
+    """Multi-head (a key/value head per head), multi-query (one for all) or grouped-query."""
+    return "multi-head" if c.kv == c.h else "multi-query" if c.kv == 1 else "grouped-query"
+
+
+def shape(c: Config) -> tuple:
+    """What every version of a problem keeps (``QuestionType.shared``): the biases, the attention's
+    kind, the bytes per value, the traps asked, and which counts are long products (the seconds)."""
+    found = answers(c)
+    short = tuple(all(math.prod(f) <= counting_ops.SHORT for _, f in terms(c)) for terms in TERMS.values())
+    long_model = found["count_model"] > counting_ops.SHORT
+    return c.bias, attention_kind(c), c.b, tuple(traps(c)), short, long_model
 
 
 def facts(group: str, c: Config, solution) -> tuple:
@@ -245,10 +269,16 @@ def facts(group: str, c: Config, solution) -> tuple:
     return 2 * c.n, 4 * value("count_scores_bytes"), 2 * value("count_kv_cache")
 
 
+def heads_asked(c: Config) -> bool:
+    """Whether the heads trap is asked: about the stated layer's d_model split into heads of
+    d_model/h (so not where a stated head width makes h·d_k another width), and only where twice
+    the heads split d_model too."""
+    return c.h * c.dk == c.d and c.d % (2 * c.h) == 0
+
+
 def traps(c: Config) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The choices, each (text, the slip behind it), the right one first; the heads trap's count
-    is a multi-head layer's (a key/value head per head, d_k = d_model/h)."""
-    return trap_choices(c, mha_attention=attention_parameters(replace(c, kv=c.h, dk=c.d // c.h)))
+    """The choices, each (text, the slip behind it), the right one first."""
+    return trap_choices(c, heads_asked(c))
 
 
 # The configuration's keys: whole numbers in their ranges, biases on or off, the parts asked.
@@ -299,37 +329,97 @@ def _check(spec) -> str | None:
     return None
 
 
-# Drawn configurations (d_model, heads, d_ff): small for easy (counted on paper), real-looking for hard.
-CONFIGS = {"easy": ((4, 1, 8), (4, 2, 8), (8, 4, 16), (8, 2, 16), (8, 2, 32), (6, 3, 12)),
-           "medium": ((16, 2, 64), (32, 4, 128), (64, 4, 256), (32, 2, 64), (64, 8, 256)),
-           "hard": ((512, 8, 2048), (768, 12, 3072), (256, 4, 1024), (1024, 16, 4096), (512, 8, 1024))}
-TOKENS = {"easy": (3, 4), "medium": (8, 10, 16, 32), "hard": (64, 128, 256, 512)}
-LAYERS = {"easy": (2, 3), "medium": (2, 4, 6), "hard": (6, 12, 24)}
+# Drawn configurations (d_model, heads, d_ff): small for easy (counted on paper), real-looking for
+# hard; many of each, so that another version of a problem finds one of its shape that changes
+# every count.
+def _configs(widths, heads, least_dk: int) -> tuple[tuple[int, int, int], ...]:
+    return tuple((d, h, m * d) for d in widths for h in heads if d % h == 0 and d // h >= least_dk
+                 for m in (2, 4))
 
 
-def draw_params(rng, candidate, decimals: int) -> dict:
+CONFIGS = {"easy": _configs((4, 6, 8), (1, 2, 3, 4), 2),
+           "medium": _configs((16, 24, 32, 48, 56, 64, 80), (2, 4, 8), 4),
+           "hard": ((512, 8, 2048), (768, 12, 3072), (256, 4, 1024), (1024, 16, 4096), (512, 8, 1024),
+                    (384, 6, 1536), (640, 10, 2560), (256, 8, 512))}
+TOKENS = {"easy": (3, 4), "medium": (8, 10, 12, 16, 20, 24, 32), "hard": (64, 96, 128, 192, 256, 512)}
+LAYERS = {"easy": (2, 3), "medium": (2, 3, 4, 6), "hard": (6, 8, 12, 16, 24)}
+
+
+def draw_params(rng, candidate, decimals: int, **first) -> dict | None:
     """A configuration of the candidate's difficulty (its matrices are not asked); shared
-    key/value heads now and then (never at easy), biases on or off."""
+    key/value heads now and then (never at easy), biases on or off; only one whose shape another
+    version can keep.  Another version of a problem (``first``: the first version's configuration,
+    ``SHARED``) keeps its shape (``shape``) and changes every count it can: one of the
+    configurations of that shape sharing the fewest counts with the first (small layers share a
+    count now and then)."""
     difficulty = candidate.difficulty or "medium"
+    if first:
+        others = siblings(_config(first), difficulty)
+        return _params(others[int(rng.integers(len(others)))]) if others else None
+    params = _drawn(rng, difficulty)
+    return params if siblings(_config(params), difficulty) else None
 
+
+SHARED = ("model_dim", "heads", "kv_heads", "ffn_dim", "bias", "layers", "tokens", "bytes_per_value")
+
+
+def _config(params) -> Config:
+    """A drawn configuration (d_k = d_model/h)."""
+    d, h = params["model_dim"], params["heads"]
+    return Config(d, h, params["kv_heads"] or h, d // h, params["ffn_dim"], params["bias"], params["layers"],
+                  params["tokens"], params["bytes_per_value"])
+
+
+def _params(c: Config) -> dict:
+    return {"model_dim": c.d, "heads": c.h, "kv_heads": c.kv, "ffn_dim": c.dff, "bias": c.bias,
+            "layers": c.layers, "tokens": c.n, "bytes_per_value": c.b, "parts": PARTS}
+
+
+def _kv_choices(h: int, difficulty: str) -> list[int]:
+    """A key/value head per head, or one for all, or one per pair (never at easy)."""
+    return [h] if difficulty == "easy" else [g for g in (h, h, 1, h // 2) if g and h % g == 0]
+
+
+def _drawn(rng, difficulty: str) -> dict:
+    """A configuration of the difficulty."""
     def pick(options):
         return options[int(rng.integers(len(options)))]
 
     d, h, dff = pick(CONFIGS[difficulty])
-    kv = pick([g for g in (h, h, 1, h // 2) if g and h % g == 0]) if difficulty != "easy" else h
+    kv = pick(_kv_choices(h, difficulty))
     return {"model_dim": d, "heads": h, "kv_heads": kv, "ffn_dim": dff, "bias": bool(rng.integers(2)),
             "layers": pick(LAYERS[difficulty]), "tokens": pick(TOKENS[difficulty]),
             "bytes_per_value": pick((2, 4) if difficulty != "hard" else (2, 2, 4)), "parts": PARTS}
 
 
+@lru_cache(maxsize=None)
+def _by_shape(difficulty: str) -> dict[tuple, tuple[Config, ...]]:
+    """Every configuration the difficulty draws, by its shape."""
+    found: dict[tuple, list[Config]] = {}
+    for (d, h, dff), layers, n in product(CONFIGS[difficulty], LAYERS[difficulty], TOKENS[difficulty]):
+        for kv, bias, b in product(sorted(set(_kv_choices(h, difficulty))), (False, True), (2, 4)):
+            c = Config(d, h, kv, d // h, dff, bias, layers, n, b)
+            found.setdefault(shape(c), []).append(c)
+    return {key: tuple(configs) for key, configs in found.items()}
+
+
+@lru_cache(maxsize=4096)
+def siblings(c: Config, difficulty: str) -> tuple[Config, ...]:
+    """The configurations of ``c``'s shape that share the fewest counts with it, and at most half."""
+    taken = set(answers(c).values())
+    common = {o: len(taken & set(answers(o).values())) for o in _by_shape(difficulty).get(shape(c), ())}
+    fewest = min(common.values(), default=len(taken))
+    return tuple(o for o, k in common.items() if k == fewest) if 2 * fewest <= len(taken) else ()
+
+
 register(QuestionType(
     NAME, counting_question, "Counting parameters, operations and bytes", STATEMENT, prompts=PROMPTS,
-    keys={task: answer_with_slips() for task in ("count-heads", "count-kv", "count-growth")}, after=AFTER,
+    keys={task: answer_with_slips(why) for task, why in WHY.items()}, after=AFTER,
     choice="{{ choice }}", params=PARAMS, check=_check, matrices_given=False, draw_params=draw_params,
     not_drawable=lambda options: ("counts of a real-sized layer multiply numbers into the millions, a "
                                   "calculator's work: ask --difficulty easy" if options.no_calculator
                                   and options.difficulty != "easy" else None),
-    in_default_mix=False, shrinks=("focus",),
+    in_default_mix=False, shrinks=("focus",), shared=SHARED,
     focus=lambda rng, candidate, params, decimals: {"parts": LEAN}))
 
 
