@@ -383,9 +383,9 @@ def test_the_page_marks_counts_from_the_students_own_values(tmp_path):
             problems = students.marking_data(out / "practice.html")
             for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, 2).items():
                 assert cells >= 39 and wrong == slipped, (difficulty, way, sorted(wrong ^ slipped)[:10])
-            problem_id, problem = next(iter(problems.items()))
-            terms = next(s["change"]["terms"] for s in problem["graph"]["count_attention"]["slips"]
-                         if "not d_model × d_model" in s["says"])  # every head a d_model × d_model
+            problem_id, terms = next((problem_id, s["change"]["terms"]) for problem_id, problem in problems.items()
+                                     for s in problem["graph"]["count_attention"]["slips"]
+                                     if "not d_model × d_model" in s["says"])  # every head d_model × d_model
             slip = np.array([[sum(math.prod(row) for row in terms)]], dtype=float)
             marks = students.type_and_check(page, {problem_id: {"count_attention": students.texts(
                 slip, slip, 2)}}, [[problem_id, "a"]])

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import lru_cache
 from itertools import product
 
+import numpy as np
 import sympy
 
 from generator.kinds import Param, QuestionType, counting_ops, kv_cache_ops, register
@@ -145,10 +147,14 @@ def _steps() -> tuple[StepDef, ...]:
     )
 
 
-# A part's marks, about a mark per minute and a half of its working (the guide's rule, as the
-# full type's): its steps share them by their registry marks (a weight each, the attention's and
-# the KV cache's twice the others'), as the page, Moodle and Canvas all divide them.
-MARKS = {"parameters": 3, "operations": 2, "memory": 2}
+# Each step's marks, in quarters: a part's marks about one per minute and a half of its working
+# (the guide's rule, as the full type's), the attention's count and the projections' the longest
+# of theirs; the page, Moodle and Canvas divide a part's marks between its steps so.
+Q = Fraction(1, 4)
+STEP_MARKS = {"count_attention": 4 * Q, "count_ffn": 2 * Q, "count_norms": 2 * Q, "count_layer": 2 * Q,
+              "count_model": 2 * Q, "count_qk_mult": Q, "count_qk_add": Q, "count_softmax": Q,
+              "count_av_mult": Q, "count_av_add": Q, "count_projections": 2 * Q, "count_flops": Q,
+              "count_scores_bytes": 4 * Q, "count_kv_cache": 4 * Q}
 GROUPS = {"parameters": ("count_attention", "count_ffn", "count_norms", "count_layer", "count_model"),
           "operations": ("count_qk_mult", "count_qk_add", "count_softmax", "count_av_mult", "count_av_add",
                          "count_projections", "count_flops"),
@@ -177,15 +183,18 @@ def _table(terms) -> list[list[int]]:
 
 
 def attention_slips(spec):
-    """Biases left out; W_K and W_V counted with every head where the KV heads are fewer."""
+    """Biases left out; W_K and W_V counted with every head where the KV heads are fewer; every
+    head's projections d_model × d_model (with more than one head)."""
     c = Config.of(spec)
     found = [(_table(attention_terms(c)[:4]), "the biases are missing: b_Q, b_K, b_V and b_O are "
                                               "parameters too")] if c.bias else []
     if c.kv != c.h:
         found.append((_table(attention_terms(replace(c, kv=c.h))),
                       f"W_K and W_V have {c.kv} key/value head{'s' if c.kv != 1 else ''}, not {c.h}"))
-    found.append((_table([("", (c.h, c.d, c.d))] * 4), "each head's projection is d_model × d_k, "
-                                                         "not d_model × d_model: the heads split d_model"))
+    if c.h > 1:  # one head is d_model wide: d_model × d_model is then right
+        found.append((_table([("", (c.h, c.d, c.d))] * 4),
+                      "each head's projection is d_model × d_k, not d_model × d_model: "
+                      "the heads split d_model"))
     return found
 
 
@@ -216,15 +225,21 @@ def counting_question(spec) -> Question:
     known["count_kv_model"] = _given("count_kv_model", [[c.layers, c.kv, c.dk, c.n, c.b, 1]], num)
     plan = tuple(REGISTRY[name] for name in known) + tuple(REGISTRY[name] for name in asked)
     solution = run(plan, spec, known, num)
-    parts = [Part(f"count-{group}", MARKS[group],
-                  tuple(solution.step(n) for n in GROUPS[group]),
-                  step_marks=tuple(REGISTRY[n].marks for n in GROUPS[group]), notes=False,
+    parts = [Part(f"count-{group}", part_marks(group), tuple(solution.step(n) for n in GROUPS[group]),
+                  step_marks=tuple(STEP_MARKS[n] for n in GROUPS[group]), notes=False,
                   answer=facts(group, c, solution))
              for group in spec.parts if group in GROUPS]
     if "traps" in spec.parts:
         parts += [Part(topic, 1, item=shuffled_item(topic, reasons, spec.id))
                   for topic, reasons in traps(c).items()]
     return Question(NAME, spec, solution, (), lettered(parts))
+
+
+def part_marks(group: str) -> int:
+    """A part's marks: its steps' added (a whole number)."""
+    marks = sum(STEP_MARKS[n] for n in GROUPS[group])
+    assert marks.denominator == 1, group
+    return int(marks)
 
 
 def _given(name: str, rows, num) -> Step:
@@ -345,22 +360,26 @@ TOKENS = {"easy": (3, 4), "medium": (8, 10, 12, 16, 20, 24, 32), "hard": (64, 96
 LAYERS = {"easy": (2, 3), "medium": (2, 3, 4, 6), "hard": (6, 8, 12, 16, 24)}
 
 
-def draw_params(rng, candidate, decimals: int, **first) -> dict | None:
+def draw_params(rng, candidate, decimals: int, version: int | None = None, **first) -> dict | None:
     """A configuration of the candidate's difficulty (its matrices are not asked); shared
     key/value heads now and then (never at easy), biases on or off; only one whose shape another
-    version can keep.  Another version of a problem (``first``: the first version's configuration,
-    ``SHARED``) keeps its shape (``shape``) and changes every count it can: one of the
-    configurations of that shape sharing the fewest counts with the first (small layers share a
-    count now and then)."""
+    version can keep.  A problem's versions drawn in the first version's form (``first``: its
+    configuration, ``SHARED``): the first keeps it, each other one of the configurations of its
+    shape (``shape``) that share the fewest counts with it (none at medium and hard; small layers
+    share one now and then), each version its own."""
     difficulty = candidate.difficulty or "medium"
     if first:
-        others = siblings(_config(first), difficulty)
-        return _params(others[int(rng.integers(len(others)))]) if others else None
+        was = _config(first)
+        if version == 1:
+            return _params(was)
+        others = siblings(was, difficulty)
+        return _params(others[((version or 2) - 2) % len(others)]) if others else None
     params = _drawn(rng, difficulty)
     return params if siblings(_config(params), difficulty) else None
 
 
-SHARED = ("model_dim", "heads", "kv_heads", "ffn_dim", "bias", "layers", "tokens", "bytes_per_value")
+SHARED = ("model_dim", "heads", "kv_heads", "ffn_dim", "bias", "layers", "tokens", "bytes_per_value",
+          "version")  # the first version's configuration, and which version this is
 
 
 def _config(params) -> Config:
@@ -405,11 +424,14 @@ def _by_shape(difficulty: str) -> dict[tuple, tuple[Config, ...]]:
 
 @lru_cache(maxsize=4096)
 def siblings(c: Config, difficulty: str) -> tuple[Config, ...]:
-    """The configurations of ``c``'s shape that share the fewest counts with it, and at most half."""
+    """The configurations of ``c``'s shape that share the fewest counts with it, and at most half,
+    in an order of their own (drawn from ``c``'s numbers: not the smallest first)."""
     taken = set(answers(c).values())
     common = {o: len(taken & set(answers(o).values())) for o in _by_shape(difficulty).get(shape(c), ())}
     fewest = min(common.values(), default=len(taken))
-    return tuple(o for o, k in common.items() if k == fewest) if 2 * fewest <= len(taken) else ()
+    found = [o for o, k in common.items() if k == fewest] if 2 * fewest <= len(taken) else []
+    order = np.random.default_rng([c.d, c.h, c.kv, c.dff, c.layers, c.n, c.b, c.bias]).permutation(len(found))
+    return tuple(found[i] for i in order)
 
 
 register(QuestionType(

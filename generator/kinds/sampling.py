@@ -355,6 +355,8 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None) -> tuple
     and asking the type's lean part set where the form says so."""
     attempts = HEADS_ATTEMPTS if TYPES[kind].heads else MAX_ATTEMPTS
     shared = dict(form.shared) if form else {}
+    if "version" in shared:  # a type that tells its versions apart (counting: the first keeps its own)
+        shared["version"] = version
     for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
