@@ -469,3 +469,24 @@ def test_the_statement_asks_for_products_written_out_on_paper_only():
 
     assert "show each product written out" not in " ".join(STATEMENT)
     assert "on paper" in STATEMENT[-1]
+
+
+def test_the_lecturers_paper_gives_each_version_its_own_counts_in_one_shape(tmp_path, run_cli):
+    """Issue 35's trial: --minutes 50 with three other types, three versions (a paper sized to a
+    budget draws every version, the first too, in the measured form)."""
+    from generator.kinds.counting import Config, answers, shape
+
+    code, _, err = run_cli("--minutes", "50", "--types", "full,counting,why-scale,masked", "--seed", "11",
+                           "--versions", "3", "--format", "md", "--out", tmp_path)
+    assert code == 0, err
+    records = [p["spec"] for p in json.loads((tmp_path / "problems.json").read_text())["problems"]
+               if p["type"] == "counting"]
+    configs = [Config(r["model_dim"], r["heads"], r["kv_heads"], r["model_dim"] // r["heads"], r["ffn_dim"],
+                      r["bias"], r["layers"], r["tokens"], r["bytes_per_value"]) for r in records]
+    assert len(configs) == 3 and len({shape(c) for c in configs}) == 1
+    first = set(answers(configs[0]).values())
+    assert all(not first & set(answers(c).values()) for c in configs[1:])
+    assert len(set(configs)) == 3
+    heads = re.findall(r"Counting parameters, operations and bytes \((\d+) marks, about (\d+) min",
+                       (tmp_path / "questions.md").read_text())
+    assert len(set(heads)) == 1 and 8 <= int(heads[0][0]) <= 10, heads
