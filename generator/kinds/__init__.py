@@ -87,7 +87,8 @@ class QuestionType:
     # worked, the other given; one row of a gradient), or None to draw again
     focus: Callable | None = None
     # Its own draw choices (params) that every version of a problem shares, as its shape:
-    # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts).
+    # draw_params takes each as a keyword and keeps to it (the mistake; the choice parts); "version"
+    # among them is the version drawn (1, 2, ...), for a type whose versions differ by design.
     shared: tuple[str, ...] = ()
     # A draw choice its problems take in turn through a set unless a form keeps one: (the param,
     # its values); a set's k-th problem of the type takes value k (positions' encodings).

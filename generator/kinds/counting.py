@@ -21,12 +21,17 @@ which of the four it asks.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import lru_cache
+from itertools import product
 
+import numpy as np
 import sympy
 
 from generator.kinds import Param, QuestionType, counting_ops, kv_cache_ops, register
-from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, trap_choices
+from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, WHY, trap_choices
 from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths import steps
 from generator.maths.engine import Evaluator, Step, run
@@ -142,6 +147,14 @@ def _steps() -> tuple[StepDef, ...]:
     )
 
 
+# Each step's marks, in quarters: a part's marks about one per minute and a half of its working
+# (the guide's rule, as the full type's), the attention's count and the projections' the longest
+# of theirs; the page, Moodle and Canvas divide a part's marks between its steps so.
+Q = Fraction(1, 4)
+STEP_MARKS = {"count_attention": 4 * Q, "count_ffn": 2 * Q, "count_norms": 2 * Q, "count_layer": 2 * Q,
+              "count_model": 2 * Q, "count_qk_mult": Q, "count_qk_add": Q, "count_softmax": Q,
+              "count_av_mult": Q, "count_av_add": Q, "count_projections": 2 * Q, "count_flops": Q,
+              "count_scores_bytes": 4 * Q, "count_kv_cache": 4 * Q}
 GROUPS = {"parameters": ("count_attention", "count_ffn", "count_norms", "count_layer", "count_model"),
           "operations": ("count_qk_mult", "count_qk_add", "count_softmax", "count_av_mult", "count_av_add",
                          "count_projections", "count_flops"),
@@ -170,15 +183,18 @@ def _table(terms) -> list[list[int]]:
 
 
 def attention_slips(spec):
-    """Biases left out; W_K and W_V counted with every head where the KV heads are fewer."""
+    """Biases left out; W_K and W_V counted with every head where the KV heads are fewer; every
+    head's projections d_model × d_model (with more than one head)."""
     c = Config.of(spec)
     found = [(_table(attention_terms(c)[:4]), "the biases are missing: b_Q, b_K, b_V and b_O are "
                                               "parameters too")] if c.bias else []
     if c.kv != c.h:
         found.append((_table(attention_terms(replace(c, kv=c.h))),
                       f"W_K and W_V have {c.kv} key/value head{'s' if c.kv != 1 else ''}, not {c.h}"))
-    found.append((_table([("", (c.h, c.d, c.d))] * 4), "each head's projection is d_model × d_k, "
-                                                         "not d_model × d_model: the heads split d_model"))
+    if c.h > 1:  # one head is d_model wide: d_model × d_model is then right
+        found.append((_table([("", (c.h, c.d, c.d))] * 4),
+                      "each head's projection is d_model × d_k, not d_model × d_model: "
+                      "the heads split d_model"))
     return found
 
 
@@ -209,9 +225,8 @@ def counting_question(spec) -> Question:
     known["count_kv_model"] = _given("count_kv_model", [[c.layers, c.kv, c.dk, c.n, c.b, 1]], num)
     plan = tuple(REGISTRY[name] for name in known) + tuple(REGISTRY[name] for name in asked)
     solution = run(plan, spec, known, num)
-    parts = [Part(f"count-{group}", sum(REGISTRY[n].marks for n in GROUPS[group]),
-                  tuple(solution.step(n) for n in GROUPS[group]),
-                  step_marks=tuple(REGISTRY[n].marks for n in GROUPS[group]), notes=False,
+    parts = [Part(f"count-{group}", part_marks(group), tuple(solution.step(n) for n in GROUPS[group]),
+                  step_marks=tuple(STEP_MARKS[n] for n in GROUPS[group]), notes=False,
                   answer=facts(group, c, solution))
              for group in spec.parts if group in GROUPS]
     if "traps" in spec.parts:
@@ -220,16 +235,40 @@ def counting_question(spec) -> Question:
     return Question(NAME, spec, solution, (), lettered(parts))
 
 
+def part_marks(group: str) -> int:
+    """A part's marks: its steps' added (a whole number)."""
+    marks = sum(STEP_MARKS[n] for n in GROUPS[group])
+    assert marks.denominator == 1, group
+    return int(marks)
+
+
 def _given(name: str, rows, num) -> Step:
     entries = tuple(tuple(num(sympy.Integer(x)) for x in row) for row in rows)
     return Step(name, f"{name} (given)", "given", entries)
 
 
-def attention_parameters(c: Config) -> int:
-    """The attention sublayer's parameters, for the traps' other layers (the heads doubled): the
-    four weights, and with biases a value per output column of each."""
-    columns = (c.h + 2 * c.kv) * c.dk  # of W_Q, W_K and W_V together
-    return c.d * columns + c.h * c.dk * c.d + ((columns + c.d) if c.bias else 0)
+def answers(c: Config) -> dict[str, int]:
+    """Every count the question can ask of configuration ``c``, worked apart from the engine (each
+    term's factors multiplied, the terms added): what versions of a problem must not share."""
+    found = {name: sum(math.prod(factors) for _, factors in terms(c)) for name, terms in TERMS.items()}
+    found["count_layer"] = found["count_attention"] + found["count_ffn"] + found["count_norms"]
+    found["count_model"] = c.layers * found["count_layer"]
+    found["count_kv_cache"] = 2 * c.layers * c.kv * c.dk * c.n * c.b
+    return found
+
+
+def attention_kind(c: Config) -> str:
+    """Multi-head (a key/value head per head), multi-query (one for all) or grouped-query."""
+    return "multi-head" if c.kv == c.h else "multi-query" if c.kv == 1 else "grouped-query"
+
+
+def shape(c: Config) -> tuple:
+    """What every version of a problem keeps (``QuestionType.shared``): the biases, the attention's
+    kind, the bytes per value, the traps asked, and which counts are long products (the seconds)."""
+    found = answers(c)
+    short = tuple(all(math.prod(f) <= counting_ops.SHORT for _, f in terms(c)) for terms in TERMS.values())
+    long_model = found["count_model"] > counting_ops.SHORT
+    return c.bias, attention_kind(c), c.b, tuple(traps(c)), short, long_model
 
 
 def facts(group: str, c: Config, solution) -> tuple:
@@ -245,10 +284,16 @@ def facts(group: str, c: Config, solution) -> tuple:
     return 2 * c.n, 4 * value("count_scores_bytes"), 2 * value("count_kv_cache")
 
 
+def heads_asked(c: Config) -> bool:
+    """Whether the heads trap is asked: about the stated layer's d_model split into heads of
+    d_model/h (so not where a stated head width makes h·d_k another width), and only where twice
+    the heads split d_model too."""
+    return c.h * c.dk == c.d and c.d % (2 * c.h) == 0
+
+
 def traps(c: Config) -> dict[str, tuple[tuple[str, str], ...]]:
-    """The choices, each (text, the slip behind it), the right one first; the heads trap's count
-    is a multi-head layer's (a key/value head per head, d_k = d_model/h)."""
-    return trap_choices(c, mha_attention=attention_parameters(replace(c, kv=c.h, dk=c.d // c.h)))
+    """The choices, each (text, the slip behind it), the right one first."""
+    return trap_choices(c, heads_asked(c))
 
 
 # The configuration's keys: whole numbers in their ranges, biases on or off, the parts asked.
@@ -299,37 +344,104 @@ def _check(spec) -> str | None:
     return None
 
 
-# Drawn configurations (d_model, heads, d_ff): small for easy (counted on paper), real-looking for hard.
-CONFIGS = {"easy": ((4, 1, 8), (4, 2, 8), (8, 4, 16), (8, 2, 16), (8, 2, 32), (6, 3, 12)),
-           "medium": ((16, 2, 64), (32, 4, 128), (64, 4, 256), (32, 2, 64), (64, 8, 256)),
-           "hard": ((512, 8, 2048), (768, 12, 3072), (256, 4, 1024), (1024, 16, 4096), (512, 8, 1024))}
-TOKENS = {"easy": (3, 4), "medium": (8, 10, 16, 32), "hard": (64, 128, 256, 512)}
-LAYERS = {"easy": (2, 3), "medium": (2, 4, 6), "hard": (6, 12, 24)}
+# Drawn configurations (d_model, heads, d_ff): small for easy (counted on paper), real-looking for
+# hard; many of each, so that another version of a problem finds one of its shape that changes
+# every count.
+def _configs(widths, heads, least_dk: int) -> tuple[tuple[int, int, int], ...]:
+    return tuple((d, h, m * d) for d in widths for h in heads if d % h == 0 and d // h >= least_dk
+                 for m in (2, 4))
 
 
-def draw_params(rng, candidate, decimals: int) -> dict:
+CONFIGS = {"easy": _configs((4, 6, 8), (1, 2, 3, 4), 2),
+           "medium": _configs((16, 24, 32, 48, 56, 64, 80), (2, 4, 8), 4),
+           "hard": ((512, 8, 2048), (768, 12, 3072), (256, 4, 1024), (1024, 16, 4096), (512, 8, 1024),
+                    (384, 6, 1536), (640, 10, 2560), (256, 8, 512))}
+TOKENS = {"easy": (3, 4), "medium": (8, 10, 12, 16, 20, 24, 32), "hard": (64, 96, 128, 192, 256, 512)}
+LAYERS = {"easy": (2, 3), "medium": (2, 3, 4, 6), "hard": (6, 8, 12, 16, 24)}
+
+
+def draw_params(rng, candidate, decimals: int, version: int | None = None, **first) -> dict | None:
     """A configuration of the candidate's difficulty (its matrices are not asked); shared
-    key/value heads now and then (never at easy), biases on or off."""
+    key/value heads now and then (never at easy), biases on or off; only one whose shape another
+    version can keep.  A problem's versions drawn in the first version's form (``first``: its
+    configuration, ``SHARED``): the first keeps it, each other one of the configurations of its
+    shape (``shape``) that share the fewest counts with it (none at medium and hard; small layers
+    share one now and then), each version its own."""
     difficulty = candidate.difficulty or "medium"
+    if first:
+        was = _config(first)
+        if version == 1:
+            return _params(was)
+        others = siblings(was, difficulty)
+        return _params(others[((version or 2) - 2) % len(others)]) if others else None
+    params = _drawn(rng, difficulty)
+    return params if siblings(_config(params), difficulty) else None
 
+
+SHARED = ("model_dim", "heads", "kv_heads", "ffn_dim", "bias", "layers", "tokens", "bytes_per_value",
+          "version")  # the first version's configuration, and which version this is
+
+
+def _config(params) -> Config:
+    """A drawn configuration (d_k = d_model/h)."""
+    d, h = params["model_dim"], params["heads"]
+    return Config(d, h, params["kv_heads"] or h, d // h, params["ffn_dim"], params["bias"], params["layers"],
+                  params["tokens"], params["bytes_per_value"])
+
+
+def _params(c: Config) -> dict:
+    return {"model_dim": c.d, "heads": c.h, "kv_heads": c.kv, "ffn_dim": c.dff, "bias": c.bias,
+            "layers": c.layers, "tokens": c.n, "bytes_per_value": c.b, "parts": PARTS}
+
+
+def _kv_choices(h: int, difficulty: str) -> list[int]:
+    """A key/value head per head, or one for all, or one per pair (never at easy)."""
+    return [h] if difficulty == "easy" else [g for g in (h, h, 1, h // 2) if g and h % g == 0]
+
+
+def _drawn(rng, difficulty: str) -> dict:
+    """A configuration of the difficulty."""
     def pick(options):
         return options[int(rng.integers(len(options)))]
 
     d, h, dff = pick(CONFIGS[difficulty])
-    kv = pick([g for g in (h, h, 1, h // 2) if g and h % g == 0]) if difficulty != "easy" else h
+    kv = pick(_kv_choices(h, difficulty))
     return {"model_dim": d, "heads": h, "kv_heads": kv, "ffn_dim": dff, "bias": bool(rng.integers(2)),
             "layers": pick(LAYERS[difficulty]), "tokens": pick(TOKENS[difficulty]),
             "bytes_per_value": pick((2, 4) if difficulty != "hard" else (2, 2, 4)), "parts": PARTS}
 
 
+@lru_cache(maxsize=None)
+def _by_shape(difficulty: str) -> dict[tuple, tuple[Config, ...]]:
+    """Every configuration the difficulty draws, by its shape."""
+    found: dict[tuple, list[Config]] = {}
+    for (d, h, dff), layers, n in product(CONFIGS[difficulty], LAYERS[difficulty], TOKENS[difficulty]):
+        for kv, bias, b in product(sorted(set(_kv_choices(h, difficulty))), (False, True), (2, 4)):
+            c = Config(d, h, kv, d // h, dff, bias, layers, n, b)
+            found.setdefault(shape(c), []).append(c)
+    return {key: tuple(configs) for key, configs in found.items()}
+
+
+@lru_cache(maxsize=4096)
+def siblings(c: Config, difficulty: str) -> tuple[Config, ...]:
+    """The configurations of ``c``'s shape that share the fewest counts with it, and at most half,
+    in an order of their own (drawn from ``c``'s numbers: not the smallest first)."""
+    taken = set(answers(c).values())
+    common = {o: len(taken & set(answers(o).values())) for o in _by_shape(difficulty).get(shape(c), ())}
+    fewest = min(common.values(), default=len(taken))
+    found = [o for o, k in common.items() if k == fewest] if 2 * fewest <= len(taken) else []
+    order = np.random.default_rng([c.d, c.h, c.kv, c.dff, c.layers, c.n, c.b, c.bias]).permutation(len(found))
+    return tuple(found[i] for i in order)
+
+
 register(QuestionType(
     NAME, counting_question, "Counting parameters, operations and bytes", STATEMENT, prompts=PROMPTS,
-    keys={task: answer_with_slips() for task in ("count-heads", "count-kv", "count-growth")}, after=AFTER,
+    keys={task: answer_with_slips(why) for task, why in WHY.items()}, after=AFTER,
     choice="{{ choice }}", params=PARAMS, check=_check, matrices_given=False, draw_params=draw_params,
     not_drawable=lambda options: ("counts of a real-sized layer multiply numbers into the millions, a "
                                   "calculator's work: ask --difficulty easy" if options.no_calculator
                                   and options.difficulty != "easy" else None),
-    in_default_mix=False, shrinks=("focus",),
+    in_default_mix=False, shrinks=("focus",), shared=SHARED,
     focus=lambda rng, candidate, params, decimals: {"parts": LEAN}))
 
 

@@ -21,7 +21,8 @@ STATEMENT = (
     r"The model stacks $L = {{ spec.layers }}$ such layers and reads $n = {{ spec.tokens }}$ tokens (every "
     r"token attends to every token: $n_q = n_k = n$); each stored value takes {{ spec.bytes_per_value }} "
     r"byte{{ 's' if spec.bytes_per_value != 1 }}.",
-    r"Every answer is a whole number: give it exactly, and show each product written out.")
+    r"Every answer is a whole number, to be given exactly; on paper, write each count as its products "
+    r"before multiplying them out.")
 PROMPTS = {
     "count-parameters": (
         r"Count the learnable parameters: of the attention sublayer ($W_Q$, $W_K$, $W_V$, $W_O$"
@@ -68,43 +69,50 @@ AFTER = {
 }
 
 
-def trap_choices(c, mha_attention: int) -> dict[str, tuple[tuple[str, str], ...]]:
+# Why each trap's right choice is right, said in the key (the choices themselves state no count:
+# a number in a choice could be the answer of a part beside it).
+WHY = {
+    "count-heads": (r"At a fixed $d_{\text{model}}$, $h d_k = d_{\text{model}}$ whatever $h$ is: $W_Q$, "
+                    r"$W_K$ and $W_V$ stay $d_{\text{model}} \times d_{\text{model}}$, and so does $W_O$."),
+    "count-kv": (r"$W_K$, $W_V$ and the cache each have a column, or a stored value, per key/value head's "
+                 r"entry, so the three shrink by one factor; every head keeps its own queries, so $W_Q$ and "
+                 r"$W_O$ do not change."),
+    "count-growth": (r"The scores are $h \cdot n \times n$: twice the queries times twice the keys, four "
+                     r"times as many; a projection works each token once, so its multiplications double."),
+}
+
+
+def trap_choices(c, heads_asked: bool) -> dict[str, tuple[tuple[str, str], ...]]:
     """The traps' choices for configuration ``c`` (``counting.Config``), the right one first, each
-    with the slip behind it; ``mha_attention`` is the attention's count with a key/value head per
-    head and d_k = d_model/h.  The heads trap only where 2h heads split d_model too; the KV heads'
-    only where a head can share (h > 1)."""
-    choices = {} if c.d % (2 * c.h) else {"count-heads": (
-        (f"It stays {mha_attention}: $W_Q$, $W_K$ and $W_V$ are $d_{{\\text{{model}}}} \\times h d_k = "
-         f"{c.d} \\times {c.d}$ and $W_O$ is ${c.d} \\times {c.d}$ whatever $h$ is.", ""),
-        (f"It doubles, to {2 * mha_attention}.", "each head is half as wide: $h d_k$ stays "
-                                                  "$d_{\\text{model}}$, and so does every projection"),
-        (f"It halves, to {mha_attention // 2}.", "there are twice as many heads, each half as wide: "
-                                                 "the halving and the doubling cancel"),
-        ("It depends on $d_{\\text{ff}}$.", "the feed-forward layer is apart from the attention "
-                                            "sublayer, and it does not change with $h$ either"))}
-    g = c.kv if c.kv != c.h else 1
-    if g != c.h:
-        full, shared = c.d * c.h * c.dk, c.d * g * c.dk
-        cache, shared_cache = 2 * c.layers * c.h * c.dk * c.n * c.b, 2 * c.layers * g * c.dk * c.n * c.b
+    with the slip behind it.  Every choice says what changes in words (unchanged, halves, four
+    times), never a count, and all four of a trap alike in form and length, so that neither the
+    choices give away a part's answer nor the right one stands out.  The heads trap where the
+    question asks it (``heads_asked``); the KV heads' only where a head can share (h > 1)."""
+    choices = {} if not heads_asked else {"count-heads": (
+        ("They stay the same.", ""),
+        ("They double.", "each head is half as wide: $h d_k$ stays $d_{\\text{model}}$, and so does every "
+                         "projection"),
+        ("They halve.", "there are twice as many heads, each half as wide: the halving and the doubling "
+                        "cancel"),
+        ("They grow four times.", "$W_Q$, $W_K$, $W_V$ and $W_O$ stay $d_{\\text{model}}$ wide on both "
+                                  "sides: nothing in them grows"))}
+    if c.h > 1:
         choices["count-kv"] = (
-            (f"$W_K$ and $W_V$ have {shared} parameters each instead of {full}, and the KV cache takes "
-             f"{shared_cache} bytes instead of {cache}; $W_Q$ and $W_O$ are as they were.", ""),
-            (f"$W_K$ and $W_V$ shrink to {shared} parameters each, but the KV cache still takes {cache} "
-             "bytes.", "the cache keeps the keys and values of each key/value head: fewer heads, "
-                       "fewer values cached"),
-            (f"The KV cache shrinks to {shared_cache} bytes, but $W_K$ and $W_V$ keep {full} parameters "
-             "each.", "$W_K$ maps to one column per key/value head's entry: fewer heads, a narrower "
-                      "$W_K$"),
-            ("Every projection, $W_Q$ and $W_O$ too, shrinks by the same factor.",
+            ("$W_K$, $W_V$ and the KV cache shrink; $W_Q$ and $W_O$ stay the same.", ""),
+            ("$W_K$ and $W_V$ shrink; the KV cache, $W_Q$ and $W_O$ stay as they were.",
+             "the cache keeps the keys and values of each key/value head: fewer heads, fewer values "
+             "cached"),
+            ("The KV cache shrinks; $W_K$, $W_V$, $W_Q$ and $W_O$ stay as they were.",
+             "$W_K$ maps to one column per key/value head's entry: fewer heads, a narrower $W_K$"),
+            ("$W_Q$, $W_K$, $W_V$, $W_O$ and the KV cache all shrink alike.",
              "every head keeps its own queries: $W_Q$ and $W_O$ are as they were"))
-    scores, projections = c.h * c.n * c.n, c.n * c.d * (c.h + 2 * c.kv) * c.dk + c.n * c.h * c.dk * c.d
     choices["count-growth"] = (
-        (f"The scores grow 4 times ({scores} to {4 * scores} values), the projections' multiplications "
-         f"2 times ({projections} to {2 * projections}).", ""),
-        ("Both grow 2 times.", "each score pairs a query with a key: twice the queries and twice "
-                               "the keys, 4 times the scores"),
-        ("Both grow 4 times.", "a projection works each token once: twice the tokens, twice the "
-                               "multiplications"),
-        ("The scores grow 2 times, the projections' multiplications 4 times.",
+        ("The scores grow four times, the projections' multiplications double.", ""),
+        ("The scores double, the projections' multiplications double.",
+         "each score pairs a query with a key: twice the queries and twice the keys, four times the "
+         "scores"),
+        ("The scores grow four times, the projections' multiplications grow four times.",
+         "a projection works each token once: twice the tokens, twice the multiplications"),
+        ("The scores double, the projections' multiplications grow four times.",
          "the other way round: the scores are $n \\times n$, the projections $n$ rows"))
     return choices

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Mapping
 
 import numpy as np
@@ -32,7 +33,8 @@ class Part:
     task: str  # names the prompt template, parts/<task>, and the key template, keys/<task>
     marks: int
     steps: tuple[Step, ...] = ()
-    step_marks: tuple[int, ...] = ()  # marks of each step, where a part has several
+    # marks of each step, where a part has several (a Fraction where a type divides a mark: counting)
+    step_marks: tuple[int | Fraction, ...] = ()
     label: str = ""  # e.g. "Head 1"
     head: int | None = None  # the head whose steps these are (1, 2, ...), in a heads question
     answer: tuple = ()  # a short answer beside the steps, e.g. (key index, its weight)
@@ -52,7 +54,7 @@ class Part:
         return self.steps if self.grids else ()
 
     @property
-    def answer_weights(self) -> list[int]:
+    def answer_weights(self) -> list[int | Fraction]:
         """How the part's marks divide between what the student answers (every format that
         marks shares them so): its written steps by their step marks, else equally, and its
         choice as one more step."""

@@ -362,6 +362,8 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None,
     if TYPES[kind].in_turn and turn is not None and shared.get(TYPES[kind].in_turn[0]) is None:
         name, values = TYPES[kind].in_turn
         shared[name] = values[turn % len(values)]
+    if "version" in shared:  # a type that tells its versions apart (counting: the first keeps its own)
+        shared["version"] = version
     for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
