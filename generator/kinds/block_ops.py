@@ -145,22 +145,39 @@ def _row_reach(row: np.ndarray, e: np.ndarray, u: float, n: int) -> np.ndarray:
     deviations = row - row.mean()
     sigma = math.sqrt((deviations**2).mean())
     hat = deviations / sigma
-    # what the student writes moves x-hat only where it is rounded: from an exact row, a mean,
-    # variance, sigma or x-hat that is a short decimal is written as it is (a drawn block's are)
-    def rounding(value):
-        return 0.0 if not e.any() and _shown(value, u) else u
-    written = (rounding(row.mean()) / sigma + np.abs(hat) * (rounding(sigma * sigma) / (2 * sigma * sigma)
-               + rounding(sigma) / sigma) + np.array([rounding(h) for h in hat]))
     # a move d within the box shrinks sigma by at most d's own spread (its centred root mean
     # square), no more than e's root mean square: near sigma, the box may hold a row all but constant
-    if math.sqrt((e**2).mean()) >= 0.9 * sigma:
+    least = sigma - math.sqrt((e**2).mean())
+    if least <= 0.1 * sigma:
         return np.full(n, math.sqrt(n) + 1)
     if n <= 8:
         signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
-        moved = np.abs(_normalised(row + signs * e) - hat).max(axis=0)
-        return 1.1 * moved + written
-    jacobian = np.abs(np.eye(n) - 1 / n - np.outer(hat, hat) / n) / sigma
-    return 1.2 * jacobian @ e + 3 * n * (e.max() / sigma) ** 2 + written
+        moved = 1.1 * np.abs(_normalised(row + signs * e) - hat).max(axis=0)
+    else:
+        jacobian = np.abs(np.eye(n) - 1 / n - np.outer(hat, hat) / n) / sigma
+        moved = 1.2 * jacobian @ e + 3 * n * (e.max() / sigma) ** 2
+    written = _written(row, hat, not e.any(), u, least, np.abs(hat) + moved)
+    return moved + written if written is not None else np.full(n, math.sqrt(n) + 1)
+
+
+def _written(row: np.ndarray, hat: np.ndarray, exact: bool, u: float, least: float, most: np.ndarray):
+    """How far writing μ, σ², σ and x̂ to the shown places moves x̂ (None: as far as it likes), its
+    row's σ at least ``least`` and |x̂| at most ``most`` over the box: a value is rounded unless, from
+    an exact row, it is a short decimal and what it is worked from was written as it is (σ is the
+    root of the σ² written).  Not first order: the written σ lies in √(σ² ∓ u) ∓ u, and the written
+    mean, off by u, adds its square to σ²."""
+    def rounding(value, before=0.0):
+        return 0.0 if exact and not before and _shown(value, u) else u
+    sigma = math.sqrt(((row - row.mean()) ** 2).mean())
+    mean = rounding(row.mean())
+    variance = rounding(sigma * sigma, mean)
+    root = rounding(sigma, variance)
+    low = math.sqrt(max(least * least - variance, 0.0)) - root
+    if low <= 0:
+        return None
+    high = math.sqrt(least * least + mean * mean + variance) + root
+    relative = max(least / low - 1, 1 - least / high)
+    return most * relative + mean / low + np.array([rounding(h, mean + root) for h in hat])
 
 
 def layer_norm_shape(step_def, shapes):
