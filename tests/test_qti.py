@@ -209,10 +209,14 @@ def layer_norm_interval(x, gamma, beta, u):
             sigma = row.std()
             hat = (row - row.mean()) / sigma
             exact = (low == high).all()  # from an exact row a short decimal is written as it is
-            def rounding(value, exact=exact):
-                return 0.0 if exact and abs(np.round(value / (2 * u)) * 2 * u - value) < 1e-12 else u
-            written = (rounding(row.mean()) / sigma + np.abs(hat) * (rounding(sigma**2) / (2 * sigma**2)
-                       + rounding(sigma) / sigma) + np.array([rounding(h) for h in hat]))
+            def rounding(value, before=0.0, exact=exact):  # σ is the root of the σ² written, and so on
+                short = abs(np.round(value / (2 * u)) * 2 * u - value) < 1e-12
+                return 0.0 if exact and not before and short else u
+            mean = rounding(row.mean())
+            variance = rounding(sigma**2, mean)
+            root = rounding(sigma, variance)
+            written = (mean / sigma + np.abs(hat) * (variance / (2 * sigma**2) + root / sigma)
+                       + np.array([rounding(h, mean + root) for h in hat]))
             ys += [gamma[0][0] * hat + beta[0][0] - np.abs(gamma[0][0]) * written,
                    gamma[0][0] * hat + beta[0][0] + np.abs(gamma[0][0]) * written]
         rows_low.append(np.min(ys, axis=0))

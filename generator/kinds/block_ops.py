@@ -123,7 +123,8 @@ def layer_norm_tolerance(step_def, inputs, errors, u, spec):
     moves nothing: the corners see it, where a bound entry by entry would add every error up),
     with a tenth more for its curvature; the written μ moves x̂ by u/σ, σ² by |x̂| u/(2σ²), σ by
     |x̂| u/σ, x̂ itself by u.  Past 8 columns (256 corners) the first order, J e with J_jk =
-    (δ_jk − 1/n − x̂_j x̂_k / n)/σ, and a fifth more.  A box reaching a constant row: |x̂| ≤ √n."""
+    (δ_jk − 1/n − x̂_j x̂_k / n)/σ, and a fifth more.  A box reaching a constant row: |x̂| ≤ √n.
+    With its own margin for the curvature the bound is sharp (ops.Op.sharp): no further margin."""
     x, gamma = inputs[0], inputs[1]
     n = x.shape[1]
     rows = [_row_reach(row, row_e, u, n) for row, row_e in zip(x, errors[0])]
@@ -144,20 +145,39 @@ def _row_reach(row: np.ndarray, e: np.ndarray, u: float, n: int) -> np.ndarray:
     deviations = row - row.mean()
     sigma = math.sqrt((deviations**2).mean())
     hat = deviations / sigma
-    # what the student writes moves x-hat only where it is rounded: from an exact row, a mean,
-    # variance, sigma or x-hat that is a short decimal is written as it is (a drawn block's are)
-    def rounding(value):
-        return 0.0 if not e.any() and _shown(value, u) else u
-    written = (rounding(row.mean()) / sigma + np.abs(hat) * (rounding(sigma * sigma) / (2 * sigma * sigma)
-               + rounding(sigma) / sigma) + np.array([rounding(h) for h in hat]))
-    if math.sqrt(((e + e.mean()) ** 2).mean()) >= 0.9 * sigma:
-        return np.full(n, math.sqrt(n) + 1)  # the box holds a row all but constant
+    # a move d within the box shrinks sigma by at most d's own spread (its centred root mean
+    # square), no more than e's root mean square: near sigma, the box may hold a row all but constant
+    least = sigma - math.sqrt((e**2).mean())
+    if least <= 0.1 * sigma:
+        return np.full(n, math.sqrt(n) + 1)
     if n <= 8:
         signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
-        moved = np.abs(_normalised(row + signs * e) - hat).max(axis=0)
-        return 1.1 * moved + written
-    jacobian = np.abs(np.eye(n) - 1 / n - np.outer(hat, hat) / n) / sigma
-    return 1.2 * jacobian @ e + 3 * n * (e.max() / sigma) ** 2 + written
+        moved = 1.1 * np.abs(_normalised(row + signs * e) - hat).max(axis=0)
+    else:
+        jacobian = np.abs(np.eye(n) - 1 / n - np.outer(hat, hat) / n) / sigma
+        moved = 1.2 * jacobian @ e + 3 * n * (e.max() / sigma) ** 2
+    written = _written(row, hat, not e.any(), u, least, np.abs(hat) + moved)
+    return moved + written if written is not None else np.full(n, math.sqrt(n) + 1)
+
+
+def _written(row: np.ndarray, hat: np.ndarray, exact: bool, u: float, least: float, most: np.ndarray):
+    """How far writing μ, σ², σ and x̂ to the shown places moves x̂ (None: as far as it likes), its
+    row's σ at least ``least`` and |x̂| at most ``most`` over the box: a value is rounded unless, from
+    an exact row, it is a short decimal and what it is worked from was written as it is (σ is the
+    root of the σ² written).  Not first order: the written σ lies in √(σ² ∓ u) ∓ u, and the written
+    mean, off by u, adds its square to σ²."""
+    def rounding(value, before=0.0):
+        return 0.0 if exact and not before and _shown(value, u) else u
+    sigma = math.sqrt(((row - row.mean()) ** 2).mean())
+    mean = rounding(row.mean())
+    variance = rounding(sigma * sigma, mean)
+    root = rounding(sigma, variance)
+    low = math.sqrt(max(least * least - variance, 0.0)) - root
+    if low <= 0:
+        return None
+    high = math.sqrt(least * least + mean * mean + variance) + root
+    relative = max(least / low - 1, 1 - least / high)
+    return most * relative + mean / low + np.array([rounding(h, mean + root) for h in hat])
 
 
 def layer_norm_shape(step_def, shapes):
@@ -208,7 +228,7 @@ LAYER_NORM_OP = ops.Op(
     OpHint("row by row: the mean μ of the row of ${{ a }}$, the variance σ² (the mean of the squared "
            "deviations, over n), σ = √σ²; then (x − μ)/σ, times γ, plus β.", layer_norm_first),
     layer_norm_seconds, ops.working_templates(LAYER_NORM), ops.script_file(LAYER_NORM),
-    shape=layer_norm_shape, slips=layer_norm_slips)
+    shape=layer_norm_shape, slips=layer_norm_slips, sharp=True)
 
 
 # linear: X W + b
@@ -301,7 +321,7 @@ LINEAR_OP = ops.Op(
     OpHint("entry (1, 1) is row 1 of ${{ a }}$ dotted with column 1 of ${{ b }}$, plus entry 1 of the "
            "bias; the others likewise, the bias row added to every row.", linear_first),
     linear_seconds, ops.working_templates(LINEAR), ops.script_file(LINEAR), shape=linear_shape,
-    slips=linear_slips)
+    slips=linear_slips, sharp=True)
 
 
 # relu: max(0, z)
@@ -335,7 +355,8 @@ def relu_slips(step_def, sym, spec, before, whole=None):
 RELU_OP = ops.Op(
     RELU, relu_exact, relu_numeric, relu_tolerance,
     OpHint("copy ${{ a }}$, writing 0 in place of every negative entry."),
-    paper.copy_seconds, ops.DEFAULT_TEMPLATES, ops.script_file(RELU), slips=relu_slips)
+    paper.copy_seconds, ops.DEFAULT_TEMPLATES, ops.script_file(RELU), slips=relu_slips,
+    sharp=True)
 
 
 def register() -> None:

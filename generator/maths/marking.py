@@ -15,7 +15,9 @@ the product of two errors where an op multiplies them):
   type it, so half a unit of each input's shown place is carried through the op (one level,
   as the chain does), plus this step's own rounding.  A matrix of the spec is exact.
 
-Each bound then gets a margin (``MARGIN``) for what the first order leaves out.  A
+Each bound then gets a margin (``MARGIN``) for what the first order leaves out, except a sharp
+op's (``ops.Op.sharp``: its face is a true bound already), so that the margin does not compound
+through a long chain of such steps (a block's LayerNorm, feed-forward layer and ReLU).  A
 real mistake moves an answer by far more than rounding does, and the tests hold both
 sides: a rounding student is never marked wrong, real mistakes still are.
 
@@ -82,7 +84,8 @@ class Tolerances:
                              for i, x in zip(step_def.inputs, inputs)]
                     own = propagate(step_def, inputs, typed, self.u, spec)
                     carried = propagate(step_def, inputs, [chain[i] for i in step_def.inputs], self.u, spec)
-                    chain[step.name] = _bounded(carried + self.u)
+                    sharp = ops.op(step_def.op).sharp
+                    chain[step.name] = _sharp(carried + self.u) if sharp else _bounded(carried + self.u)
                     tolerance = Tolerance(chain[step.name], _bounded(own + self.u))
                 by_name[name] = tolerance
                 self._by_step.setdefault(id(step), tolerance)
@@ -212,6 +215,11 @@ def jacobian_tolerance(step, inputs, errors, u, spec):
 
 def _bounded(error: np.ndarray) -> np.ndarray:
     return np.maximum(error * MARGIN, FLOOR)
+
+
+def _sharp(error: np.ndarray) -> np.ndarray:
+    """A sharp op's chain (see ops.Op.sharp): its bound as it is, and float noise."""
+    return np.maximum(error, FLOOR) + FLOOR
 
 
 # The common slips of each step the student works, for the practice page: a change to how its

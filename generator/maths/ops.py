@@ -85,6 +85,10 @@ class Op:
     script: str
     shape: Callable = keeps_shape  # (step_def, input shapes) -> its shape; ValueError if unfit
     slips: Callable = no_slips  # (step_def, sym, spec, before, whole) -> [(change, what it says)]
+    # its tolerance face is a true bound (the op is linear in its inputs' errors, or piecewise so),
+    # not a first-order one: its chain takes no margin (marking.MARGIN), which would compound
+    # through every later step
+    sharp: bool = False
 
 
 def working_templates(name: str) -> dict[str, str]:
