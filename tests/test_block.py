@@ -179,9 +179,9 @@ def test_the_typical_slips_are_marked_wrong(difficulty):
             assert wrong(question, first, layer_norm(get[sublayer], gamma, beta))
         assert wrong(question, "res1", get[sublayer])
         # ReLU after W_2 as well
-        relu_after = np.maximum(get["ffn"], 0)
-        if (get["ffn"] < -0.05).any():
-            assert wrong(question, "ffn", relu_after)
+        relu_after = np.maximum(get["ffn_out"], 0)
+        if (get["ffn_out"] < -0.05).any():
+            assert wrong(question, "ffn_out", relu_after)
         # ReLU left out
         assert wrong(question, "ffn_hidden", get["ffn_in"])
 
@@ -195,9 +195,9 @@ def late_slips(question) -> list[tuple[str, np.ndarray]]:
     gamma, beta = get["gamma"], get["beta"]
     last_norm = [s for s in question.solution.plan if s.op == "layer-norm"][-1]
     slips = [(last_norm.name, layer_norm(get[last_norm.inputs[0]], gamma, beta, ddof=1)),
-             ("ffn", get["ffn_in"] @ get["W_2"] + get["b_2"])]
-    if (get["ffn"] < -0.05).any():
-        slips.append(("ffn", np.maximum(get["ffn"], 0)))
+             ("ffn_out", get["ffn_in"] @ get["W_2"] + get["b_2"])]
+    if (get["ffn_out"] < -0.05).any():
+        slips.append(("ffn_out", np.maximum(get["ffn_out"], 0)))
     last_add = [s for s in question.solution.plan if s.op == "add"][-1]
     slips.append((last_add.name, get[last_add.inputs[1]]))
     if last_norm.name != "ln2" and plan[last_norm.name].inputs[0] == last_add.name:  # post-LN: normalised
@@ -245,7 +245,7 @@ def test_the_page_names_the_slips():
     graph = step_graph(question)
     says = {name: " ".join(slip["says"] for slip in graph[name]["slips"]) for name in graph}
     assert "n − 1" in says["ln1"] and "residual is missing" in says["ln2" if "ln2" in graph else "ln1"]
-    assert "ReLU" in says["ffn"] and "missing" in says["ffn_in"]
+    assert "ReLU" in says["ffn_out"] and "missing" in says["ffn_in"]
 
 
 BASE = {"type": "block", "X": [[1, 2, 1, 2]], "W_Q": [[1, 0]] * 4, "W_K": [[0, 1]] * 4,

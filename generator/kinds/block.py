@@ -44,8 +44,8 @@ def _own_steps() -> tuple[StepDef, ...]:
     """The block's steps (post-LN's wiring; ``block_plan`` rewires them for pre-LN)."""
     norm = block_ops.LAYER_NORM
     return (
-        StepDef("attn", "product", ("output", "W_O"), "P", "attn = output W_O",
-                r"$P = {{ 'attn' | input_of | sym }}\, W_O$", asks_shape=False),
+        StepDef("attn_out", "product", ("output", "W_O"), "P", "attn_out = output W_O",
+                r"$P = {{ 'attn_out' | input_of | sym }}\, W_O$", asks_shape=False),
         StepDef("res1", "add", ("X", "output"), "R_1", "res1 = X + sublayer",
                 r"$R_1 = X + " + SUBLAYER + "$, the residual connection", marks=1),
         StepDef("ln1", norm, ("res1", "gamma", "beta"), "N_1", "ln1 = LayerNorm({0})",
@@ -56,9 +56,11 @@ def _own_steps() -> tuple[StepDef, ...]:
                 r"$Z = {{ 'ffn_in' | input_of | sym }}\, W_1 + b_1$", marks=1),
         StepDef("ffn_hidden", block_ops.RELU, ("ffn_in",), "H", "ffn_hidden = ReLU(ffn_in)",
                 r"$H = \operatorname{ReLU}(Z) = \max(0, Z)$", marks=1),
-        StepDef("ffn", block_ops.LINEAR, ("ffn_hidden", "W_2", "b_2"), "F", "ffn = ffn_hidden W_2 + b_2",
+        StepDef("ffn_out", block_ops.LINEAR, ("ffn_hidden", "W_2", "b_2"), "F",
+                "ffn_out = ffn_hidden W_2 + b_2",
                 r"$F = H W_2 + b_2$", marks=1),
-        StepDef("res2", "add", ("ln1", "ffn"), "R_2", "res2 = ln1 + ffn", r"$R_2 = N_1 + F$", marks=1),
+        StepDef("res2", "add", ("ln1", "ffn_out"), "R_2", "res2 = ln1 + ffn_out", r"$R_2 = N_1 + F$",
+                marks=1),
         StepDef("block", norm, ("res2", "gamma", "beta"), "Y", "block = LayerNorm(res2)",
                 r"{% if spec.params.norm == 'pre' %}$Y = R_1 + F$, the block's output"
                 r"{% else %}$Y = \operatorname{LN}(R_2)$, the block's output{% endif %}", marks=2),
@@ -89,8 +91,8 @@ def attention_plan(spec, source: str) -> list[StepDef]:
                 reading("weights", "scaled" if scaled else "scores"), REGISTRY["output"]]
         last = "output"
     if "W_O" in spec.matrices:
-        plan.append(reading("attn", last, "W_O"))
-        last = "attn"
+        plan.append(reading("attn_out", last, "W_O"))
+        last = "attn_out"
     return plan
 
 
@@ -106,23 +108,24 @@ def block_plan(spec) -> tuple[StepDef, ...]:
     residual = replace(own["res1"], inputs=("X", sublayer))
     if pre:
         plan += [replace(own["ln1"], inputs=("X", "gamma", "beta")), *attention, residual, own["ln2"],
-                 replace(own["ffn_in"], inputs=("ln2", "W_1", "b_1")), own["ffn_hidden"], own["ffn"],
-                 replace(own["block"], op="add", inputs=("res1", "ffn"), text="block = res1 + ffn", marks=1)]
+                 replace(own["ffn_in"], inputs=("ln2", "W_1", "b_1")), own["ffn_hidden"], own["ffn_out"],
+                 replace(own["block"], op="add", inputs=("res1", "ffn_out"), text="block = res1 + ffn_out",
+                         marks=1)]
     else:
-        plan += [*attention, residual, own["ln1"], own["ffn_in"], own["ffn_hidden"], own["ffn"], own["res2"],
-                 own["block"]]
+        plan += [*attention, residual, own["ln1"], own["ffn_in"], own["ffn_hidden"], own["ffn_out"],
+                 own["res2"], own["block"]]
     return tuple(plan)
 
 
 def parts_of(spec) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each part's task and its steps, in the order of the plan."""
     attention = tuple(step.name for step in attention_plan(spec, "X"))
-    ffn = ("ffn_in", "ffn_hidden", "ffn")
+    ffn_out = ("ffn_in", "ffn_hidden", "ffn_out")
     if spec.params.get("norm", "post") == "pre":
         return (("block-norm-in", ("ln1",)), ("block-attention", attention), ("block-residual", ("res1",)),
-                ("block-norm", ("ln2",)), ("block-ffn", ffn), ("block-out", ("block",)))
+                ("block-norm", ("ln2",)), ("block-ffn", ffn_out), ("block-out", ("block",)))
     return (("block-attention", attention), ("block-residual", ("res1",)), ("block-norm", ("ln1",)),
-            ("block-ffn", ffn), ("block-out", ("res2", "block")))
+            ("block-ffn", ffn_out), ("block-out", ("res2", "block")))
 
 
 def block_question(spec) -> Question:
