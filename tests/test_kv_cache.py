@@ -12,7 +12,7 @@ import sympy
 from conftest import solved_set, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
+from test_web import needs_browser
 
 from generator.kinds.kv_cache import UNITS
 from generator.kinds.sampling import draw_options
@@ -219,33 +219,18 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
     right but the slipped one (the page works each step from the student's own earlier grids);
     the size without its factor 2 is marked wrong and named."""
     import test_practice_students as students
-    from playwright.sync_api import sync_playwright
-
-    from generator.cli import main
 
     students.OPS.setdefault("append", lambda s, *parts: np.vstack(parts))
     students.OPS.setdefault("cache-size", lambda s, m: np.array([[2 * np.prod(m[0, :5]) / m[0, 5]]]))
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
-                                             args=CHROMIUM_ARGS)
-        for decimals in (2, 4):
-            out = tmp_path / f"d{decimals}"
-            assert main(["--practice", "--types", "kv-cache", "--count", "4", "--seed", "6", "--decimals",
-                         str(decimals), "--format", "html", "--out", str(out)]) == 0
-            page = browser.new_page()
-            errors: list = []
-            page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
-            page.goto((out / "practice.html").as_uri())
-            problems = students.marking_data(out / "practice.html")
-            for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, decimals).items():
-                assert cells > 100 and wrong == slipped, (decimals, way, sorted(wrong ^ slipped)[:10])
-            problem_id, problem = next(iter(problems.items()))
-            size = students.grids_of(problem)["cache_size"] / 2
-            marks = students.type_and_check(page, {problem_id: {"cache_size": students.texts(
-                size, size, decimals)}}, [[problem_id, "g"]])
-            assert marks[f"{problem_id} cache_size"] == ["wrong"] and "factor 2" in marks[f"{problem_id} (g)"]
-            assert errors == []
-        browser.close()
+    for page, problems, decimals in students.student_pages(tmp_path, ["--types", "kv-cache", "--count", "4",
+                                                                      "--seed", "6"]):
+        for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, decimals).items():
+            assert cells > 100 and wrong == slipped, (decimals, way, sorted(wrong ^ slipped)[:10])
+        problem_id, problem = next(iter(problems.items()))
+        size = students.grids_of(problem)["cache_size"] / 2
+        marks = students.type_and_check(page, {problem_id: {"cache_size": students.texts(
+            size, size, decimals)}}, [[problem_id, "g"]])
+        assert marks[f"{problem_id} cache_size"] == ["wrong"] and "factor 2" in marks[f"{problem_id} (g)"]
 
 
 def test_moodle_and_canvas_mark_the_size_in_the_unit_asked(tmp_path):

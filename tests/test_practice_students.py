@@ -180,6 +180,30 @@ def type_and_check(page, entries: dict, parts=None) -> dict:
     return page.evaluate(TYPE_AND_CHECK, [entries, parts])
 
 
+def student_pages(tmp_path, args: list[str], decimals_list=(2, 4)):
+    """For each of ``decimals_list``: the practice page ``gen-problems --practice args --decimals d``
+    makes, open in chromium, with its marking data; a page that raised a script error fails."""
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            for decimals in decimals_list:
+                out = tmp_path / f"d{decimals}"
+                assert main(["--practice", *args, "--decimals", str(decimals), "--format", "html",
+                             "--out", str(out)]) == 0
+                page = browser.new_page()
+                errors: list = []
+                page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
+                page.goto((out / "practice.html").as_uri())
+                yield page, marking_data(out / "practice.html"), decimals
+                assert errors == []
+        finally:
+            browser.close()
+
+
 def students_marks(page, problems, decimals):
     """For each student, (cells right, cells, the cells marked wrong, the cells they slipped)."""
     found = {}

@@ -15,7 +15,7 @@ import sympy
 from conftest import render, solved_set, torch_or_skip
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_web import CHROMIUM, CHROMIUM_ARGS, needs_browser
+from test_web import needs_browser
 
 from generator.kinds.sampling import draw_options, why_not_drawable
 from generator.kinds.why_scale import STATED
@@ -268,29 +268,14 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
     rounds, who keeps full precision, who slips early and carries it forward; every cell is marked
     right but the slipped one; the variance typed for σ is marked wrong and named."""
     import test_practice_students as students
-    from playwright.sync_api import sync_playwright
-
-    from generator.cli import main
 
     students.OPS.setdefault("spread", lambda s, d: np.array([[np.sqrt(d[0, 0]), 1.0]]))
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
-                                             args=CHROMIUM_ARGS)
-        for decimals in (2, 4):
-            out = tmp_path / f"d{decimals}"
-            assert main(["--practice", "--types", "why-scale", "--count", "4", "--seed", "6", "--decimals",
-                         str(decimals), "--format", "html", "--out", str(out)]) == 0
-            page = browser.new_page()
-            errors: list = []
-            page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
-            page.goto((out / "practice.html").as_uri())
-            problems = students.marking_data(out / "practice.html")
-            for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, decimals).items():
-                assert cells > 60 and wrong == slipped, (decimals, way, sorted(wrong ^ slipped)[:10])
-            problem_id, problem = next(iter(problems.items()))
-            variance = students.grids_of(problem)["spread"] ** [[2, 1]]
-            marks = students.type_and_check(page, {problem_id: {"spread": students.texts(
-                variance, variance, decimals)}}, [[problem_id, "b"]])
-            assert marks[f"{problem_id} spread"][0] == "wrong" and "variance" in marks[f"{problem_id} (b)"]
-            assert errors == []
-        browser.close()
+    for page, problems, decimals in students.student_pages(tmp_path, ["--types", "why-scale", "--count", "4",
+                                                                      "--seed", "6"]):
+        for way, (right, cells, wrong, slipped) in students.students_marks(page, problems, decimals).items():
+            assert cells > 60 and wrong == slipped, (decimals, way, sorted(wrong ^ slipped)[:10])
+        problem_id, problem = next(iter(problems.items()))
+        variance = students.grids_of(problem)["spread"] ** [[2, 1]]
+        marks = students.type_and_check(page, {problem_id: {"spread": students.texts(
+            variance, variance, decimals)}}, [[problem_id, "b"]])
+        assert marks[f"{problem_id} spread"][0] == "wrong" and "variance" in marks[f"{problem_id} (b)"]
