@@ -26,6 +26,7 @@ from generator.running.pipeline import solve_checked
 
 ENTRY = st.one_of(st.integers(-2, 2), st.integers(-150, 150).map(lambda n: str(sympy.Rational(n, 100))))
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(SETTINGS, max_examples=3)  # the fast tier's; SETTINGS's 30 in the slow tier
 ATOL = 1e-9
 
 
@@ -164,9 +165,21 @@ def records(draw):
     return record
 
 
-@SETTINGS
+@FEW
 @given(records())
 def test_random_specs_match_the_papers_and_torch(record):
+    check_random_spec(record)
+
+
+@pytest.mark.slow
+@SETTINGS
+@given(records())
+def test_many_random_specs_match_the_papers_and_torch(record):
+    check_random_spec(record)
+
+
+def check_random_spec(record):
+    """A random spec file's problem against the papers and torch, unless refused as it should be."""
     try:
         question = solve_checked(spec_from_record(record, "pos"))
     except SpecError as error:  # scores beyond e^700; or tokens 1 and 2 alike, which the swap cannot show
@@ -175,9 +188,9 @@ def test_random_specs_match_the_papers_and_torch(record):
     check_against_references(question)
 
 
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
-@pytest.mark.parametrize("decimals", [2, 4])
-def test_drawn_problems_match_the_papers_and_torch(difficulty, decimals):
+@pytest.mark.parametrize("decimals, difficulty", [(2, "easy"), (2, "medium"), (2, "hard"), (4, "easy")] + [
+    pytest.param(4, difficulty, marks=pytest.mark.slow) for difficulty in ("medium", "hard")])
+def test_drawn_problems_match_the_papers_and_torch(decimals, difficulty):
     questions = solved_set(draw_options(difficulty, decimals=decimals), 5, 12, 1, ("positions",))
     assert {q.spec.encoding for q in questions} == {"sinusoidal", "rope", "alibi"}
     for question in questions:
@@ -265,9 +278,10 @@ def reference_weights(x: np.ndarray, question) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
-@pytest.mark.parametrize("decimals", [2, 4])
-def test_the_permutation_parts_right_answer_is_true_of_every_drawn_problems_numbers(difficulty, decimals):
+@pytest.mark.parametrize("decimals, difficulty", [(2, "easy")] + [  # the others take 20 s to 2 minutes
+    pytest.param(decimals, difficulty, marks=pytest.mark.slow) for decimals in (2, 4)
+    for difficulty in ("easy", "medium", "hard") if (decimals, difficulty) != (2, "easy")])
+def test_the_permutation_parts_right_answer_is_true_of_every_drawn_problems_numbers(decimals, difficulty):
     """The right choice says X + PE is not the old one swapped and the scores change: after the
     swap the weights' first row, as shown, differs from A's and from PAP^T's (E5-2 and 5 of 17 of
     E11's sinusoids left A as it was); no drawn X has a zero row or two rows alike (E11-14, E11-27)."""

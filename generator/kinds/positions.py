@@ -307,7 +307,8 @@ AFTER = {
                 r"further the later the position; the first pair turns fastest.",
     "rope-offset": STEPS + r"$s = {{ part.answer[0] | num }}$, which is "
                    r"$S_{2,1} = {{ part.answer[1] | num }}$: "
-                   r"{% set shift = spec.shift or 2 %}moving both on by {{ shift }} position{{ 's' if shift != 1 }} "
+                   r"{% set shift = spec.shift or 2 %}moving both on by {{ shift }} "
+                   r"position{{ 's' if shift != 1 }} "
                    r"turns pair $i$ of $q$ and pair $i$ of $k$ by the same extra angle, "
                    r"${{ shift }}\,\theta_i$, which leaves each pair's dot product, and so their sum, "
                    r"as it was, so the "
