@@ -490,3 +490,15 @@ def test_the_lecturers_paper_gives_each_version_its_own_counts_in_one_shape(tmp_
     heads = re.findall(r"Counting parameters, operations and bytes \((\d+) marks, about (\d+) min",
                        (tmp_path / "questions.md").read_text())
     assert len(set(heads)) == 1 and 8 <= int(heads[0][0]) <= 10, heads
+
+
+def test_every_part_that_writes_cw_o_says_what_c_is(tmp_path, run_cli):
+    """C (the heads' outputs side by side) is named in every part that writes CW_O: a paper of the
+    lean part set has no operations part to name it first."""
+    for minutes, seed in (("8", "2"), ("15", "1")):
+        out = tmp_path / minutes
+        code, _, err = run_cli("--minutes", minutes, "--types", "counting", "--seed", seed, "--format", "md",
+                               "--out", out)
+        assert code == 0, err
+        parts = [line for line in (out / "questions.md").read_text().splitlines() if "CW_O" in line]
+        assert parts and all("side by side" in line for line in parts), parts

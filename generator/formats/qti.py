@@ -261,15 +261,37 @@ def plan_of(question, step) -> dict | None:
     return None
 
 
+# The kinds of step whose row of only 0s and 1s takes no work: a softmax whose query sees one key,
+# a sinusoid at position 0 (sin 0, cos 0); and those that turn each row of their first input, by
+# nothing at position 0 (RoPE).  (A product's row of 0s and 1s is still worked out.)
+FREE_WHEN_0_1 = ("softmax", "sinusoid")
+TURNS_ROWS = ("rope",)
+
+
 def gives_away(question, step, row: int, decimals: int) -> bool:
-    """Whether a row's answer is there without the work: a weight row of only 0s and 1s (a
-    query that sees one key), or an output row equal to a value row, as the paper rounds."""
+    """Whether a row's answer is there without the work, as the paper rounds: a row of only 0s
+    and 1s where that is free (``FREE_WHEN_0_1``), a sum's row where one addend's
+    row is only 0s and 1s and the others are given (X + PE at position 0), a row as
+    its first input's (RoPE at position 0), or an output row equal to a value row."""
     shown = step.numeric[row].round(decimals)
-    if step.kind == "softmax":
-        return all(x in (0, 1) for x in shown)
-    plan = plan_of(question, step) if step.kind == "blend" else None
-    values = plan["inputs"][1].numeric if plan else None  # the value rows it blends
+    if step.kind in FREE_WHEN_0_1 and trivial(shown):
+        return True
+    plan = plan_of(question, step) if step.kind in ("blend", "add", *TURNS_ROWS) else None
+    first = plan["inputs"][0].numeric if plan and step.kind in TURNS_ROWS else None
+    if first is not None and (first[row].round(decimals) == shown).all():  # RoPE at position 0
+        return True
+    if plan and step.kind == "add":  # the sum copies given rows, adding only 0s and 1s
+        addends = [addend for addend in plan["inputs"] if addend.shape == step.shape]
+        return any(trivial(addend.numeric[row].round(decimals))
+                   and all(other.kind == "given" for other in addends if other is not addend)
+                   for addend in addends)
+    values = plan["inputs"][1].numeric if plan and step.kind == "blend" else None  # the value rows it blends
     return values is not None and any((shown == v).all() for v in values.round(decimals))
+
+
+def trivial(row) -> bool:
+    """Whether a row holds only 0s and 1s: nothing to work out, or nothing added but 0s and 1s."""
+    return all(x in (0, 1) for x in row)
 
 
 def item_shares(part, entries_per_step: list[int]) -> list[Fraction]:

@@ -52,7 +52,7 @@ PROMPTS = {
     "count-growth": (
         r"The input grows from $n = {{ spec.tokens }}$ to ${{ 2 * spec.tokens }}$ tokens. How do a layer's "
         r"attention scores ($h \cdot n^2$ values) and the multiplications of its projections ($XW_Q$, "
-        r"$XW_K$, $XW_V$ and $CW_O$) grow?"),
+        r"$XW_K$, $XW_V$ and $CW_O$, $C$ the heads' outputs side by side) grow?"),
 }
 AFTER = {
     "count-parameters": (

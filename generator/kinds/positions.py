@@ -173,11 +173,11 @@ def _whole(key: str, low: int, high: int):
 
 
 def read_theta(value, spec, where: str) -> tuple[sympy.Expr, ...]:
-    """RoPE's angles, one a pair of the queries' columns."""
-    pairs = spec.d_k // 2
-    if not isinstance(value, list) or len(value) != pairs:
-        raise SpecError(f"{where}: theta must be a list of {pairs} angle{'s' if pairs != 1 else ''} "
-                        f"(one a pair of columns, d_k = {spec.d_k}), got {shown(value)}")
+    """RoPE's angles, one a pair of the queries' columns (how many: ``_check``'s, once the
+    encoding and an even d_k are known)."""
+    if not isinstance(value, list) or not value:
+        raise SpecError(f"{where}: theta must be a list of angles (one a pair of columns of Q and K), "
+                        f"got {shown(value)}")
     try:
         angles = tuple(read_angle(v) for v in value)
     except ValueError as error:
@@ -214,7 +214,9 @@ def _check(spec) -> str | None:
     encoding = spec.encoding
     for key, takers in OWN_KEYS.items():
         if key in spec.params and encoding not in takers:
-            return f"{key} goes with encoding {' or '.join(takers)}, not {encoding}"
+            default = " (the default where a spec names no encoding)" if encoding == "sinusoidal" else ""
+            return (f"{key} goes with {' or '.join(f'encoding = {t!r}' for t in takers)}, not "
+                    f"{encoding!r}{default}".replace("'", '"'))
     if spec.mask not in ("none", "causal"):
         return f"type positions takes no mask or the causal one, not {spec.mask}"
     if spec.cross:
@@ -226,6 +228,10 @@ def _check(spec) -> str | None:
                 f"got {spec.d_model}")
     if encoding == "rope" and spec.d_k % 2:
         return f"encoding rope turns pairs of columns of Q and K: d_k must be even, got {spec.d_k}"
+    if encoding == "rope" and spec.theta and len(spec.theta) != spec.d_k // 2:
+        pairs = spec.d_k // 2
+        return (f"theta must be a list of {pairs} angle{'s' if pairs != 1 else ''} (one a pair of "
+                f"columns, d_k = {spec.d_k}), got {shown([str(a) for a in spec.theta])}")
     if encoding == "rope" and spec.n_queries < 2:
         return ("encoding rope needs at least 2 tokens (its offset part moves token 2's query and "
                 "token 1's key)")
@@ -245,17 +251,17 @@ STATEMENT = (
     r"{% if spec.encoding == 'sinusoidal' %} A sinusoidal positional encoding (Vaswani et al., 2017) of "
     r"width $d = d_{\text{model}} = {{ spec.d_model }}$ is added to the embeddings: $\mathrm{PE}(p, 2i) = "
     r"\sin(p\,\omega_i)$ and $\mathrm{PE}(p, 2i+1) = \cos(p\,\omega_i)$ with $\omega_i = "
-    r"{{ spec.base or 10000 }}^{-2i/d}$, here {% for w in g.freq.exact[0] %}"
+    r"{{ spec.base or 10000 }}^{(-2i/d)}$, here {% for w in g.freq.exact[0] %}"
     r"$\omega_{{ loop.index0 }} = {{ w | tex }}${{ ', ' if not loop.last }}{% endfor %} (angles in radians; "
     r"columns counted from 0 in the formula, from 1 in the matrices). Then $Q = \tilde{X}W_Q$ "
     r"and $K = \tilde{X}W_K$ with $\tilde{X} = X + \mathrm{PE}$."
     r"{% elif spec.encoding == 'rope' %} Rotary position embedding (RoPE; Su et al., RoFormer) turns "
     r"the queries and keys: each pair of columns $(2i+1, 2i+2)$ of the row of the token at position $m$ "
-    r"(interleaved pairs, as the paper) is turned by the angle $m\,\theta_i$ (radians), $(x, y) \mapsto "
-    r"(x\cos m\theta_i - y\sin m\theta_i,\; x\sin m\theta_i + y\cos m\theta_i)$, with "
+    r"(interleaved pairs, as the paper) is turned by the angle $m\,\theta_i$ (radians), $(x, y) \mapsto\; "
+    r"(x\;\cos(m\theta_i) - y\;\sin(m\theta_i),\; x\;\sin(m\theta_i) + y\;\cos(m\theta_i))$, with "
     r"{% for t in g.angles.exact[0] %}$\theta_{{ loop.index0 }} = {{ t | tex }}$"
     r"{{ ', ' if not loop.last }}{% endfor %}{% if not spec.theta %} ($\theta_i = {{ spec.base or 10000 }}"
-    r"^{-2i/d_k}$, the paper's){% endif %}. The values are not turned."
+    r"^{(-2i/d_k)}$, the paper's){% endif %}. The values are not turned."
     r"{% else %} ALiBi (Press et al., 2022) adds no encoding to the embeddings: a bias $B_{ij} = "
     r"-m\,|p_i - p_j|$ is added to the scaled scores before the softmax, with this head's slope "
     r"$m = {{ g.alibi_m.exact[0][0] | tex }}$ (the paper's 8 heads take $m = 1/2, 1/4, \dots, 1/256$)."
@@ -301,7 +307,11 @@ AFTER = {
                 r"further the later the position; the first pair turns fastest.",
     "rope-offset": STEPS + r"$s = {{ part.answer[0] | num }}$, which is "
                    r"$S_{2,1} = {{ part.answer[1] | num }}$: "
-                   r"turning both by the same extra angle leaves their dot product as it was, so the "
+                   r"{% set shift = spec.shift or 2 %}moving both on by {{ shift }} "
+                   r"position{{ 's' if shift != 1 }} "
+                   r"turns pair $i$ of $q$ and pair $i$ of $k$ by the same extra angle, "
+                   r"${{ shift }}\,\theta_i$, which leaves each pair's dot product, and so their sum, "
+                   r"as it was, so the "
                    r"score depends on the positions only through their difference, "
                    r"$n' - m' = {{ g.pos_k.exact[0][0] - g.pos_q.exact[0][0] }}$, "
                    r"as in $S_{2,1}$.",

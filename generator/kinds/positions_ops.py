@@ -248,7 +248,7 @@ def rope_first(w) -> str:
 ROPE_OP = ops.Op(
     ROPE, rope_exact, rope_numeric, rope_tolerance,
     OpHint("row $m$ is the token at position $m$: turn each pair of columns $(x, y)$ by the angle "
-           "$m\\,\\theta_i$ (radians): $(x\\cos - y\\sin,\\; x\\sin + y\\cos)$.", rope_first),
+           "$m\\,\\theta_i$ (radians): $(x\\;\\cos - y\\;\\sin,\\; x\\;\\sin + y\\;\\cos)$.", rope_first),
     rope_seconds, ops.working_templates(ROPE), ops.script_file(ROPE), shape=rope_shape,
     slips=rope_slips)
 
