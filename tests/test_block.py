@@ -375,3 +375,42 @@ def test_a_drawn_block_takes_8_to_15_minutes(tmp_path, run_cli, difficulty):
     assert code == 0, err
     minutes = re.findall(r"marks, about (\d+) min\)", (tmp_path / "questions.md").read_text())
     assert len(minutes) == 4 and all(8 <= int(m) <= 15 for m in minutes), minutes
+
+
+THREE_TOKENS = {"type": "block", "X": [[1, 0, 2, -1], [0, 1, 1, 0], [2, 1, 0, 1]],
+                "W_Q": [[1, 0], [0, 1], [1, 1], [0, -1]], "W_K": [[0, 1], [1, 0], [1, -1], [1, 0]],
+                "W_V": [[1, 0, -1, 0], [0, 1, 1, -1], [1, -1, 0, 1], [0, 1, 0, 1]],
+                "W_O": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, -1]],
+                "gamma": [[1, 2, 1, 0.5]], "beta": [[0, 1, -1, 0]],
+                "W_1": [[1, -1, 0], [0, 1, 1], [-1, 0, 1], [1, 1, -1]], "b_1": [[0, -1, 0.5]],
+                "W_2": [[1, 0, -1, 0], [0, 1, 0, -1], [1, 1, 0, 0]], "b_2": [[0, 0, 1, -1]]}
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_a_spec_blocks_margins_stay_fair_and_refuse_the_late_slip(norm):
+    """A spec file's block of three tokens with W_O (a student's): Moodle's and Canvas's margin, the
+    chain tolerance, stays within FAIR times what a rounding student reaches (test_qti's interval
+    arithmetic) on every step, the products' and sums' margins not compounded through ten steps;
+    and the second LayerNorm over n − 1 is refused (it was accepted, 0.6786 for 0.6291)."""
+    from test_qti import FAIR, reaches
+
+    question = solve_checked(spec_from_record({**THREE_TOKENS, "norm": norm}, "three"))
+    tolerances, reach = Tolerances(question, 4), reaches(question, 4)
+    for step in question.solution.steps:
+        if id(step) in reach and step.name not in question.spec.matrices:
+            assert (tolerances.of(step).chain <= FAIR * reach[id(step)] + 2e-4).all(), step.name
+    for name, theirs in late_slips(question):
+        step = question.solution.step(name)
+        assert (np.abs(np.round(theirs, 4) - step.numeric) > tolerances.of(step).chain).any(), name
+
+
+def test_the_notes_say_only_what_the_numbers_show(tmp_path, run_cli):
+    """'A negative entry of F stays negative' only where F has one; ε = 0 spaced in Markdown."""
+    import json
+
+    for b_2, says in (([[5, 5, 5, 5]], False), ([[0, 0, -5, 0]], True)):
+        (tmp_path / "b.json").write_text(json.dumps({**BASE, "b_2": b_2}))
+        code, _, err = run_cli("--spec", tmp_path / "b.json", "--out", tmp_path / "out")
+        assert code == 0, err
+        assert ("stays negative" in (tmp_path / "out" / "answers.md").read_text()) == says
+    assert "(here ε = 0)" in (tmp_path / "out" / "questions.md").read_text()

@@ -36,6 +36,7 @@ OWN_GIVEN = (("gamma", r"\gamma"), ("beta", r"\beta"), ("W_1", "W_1"), ("b_1", "
              ("W_2", "W_2"), ("b_2", "b_2"))
 MAX_FF = 8  # the feed-forward layer's width, d_ff: an exam's, not a model's
 MAX_BLOCK_TOKENS = 4
+EXACT_BOUNDS = ("product", "blend", "add")  # ops whose tolerance face is a true bound
 # The sublayer's output as a formula writes it: P = O W_O, else O (V itself for one token).
 SUBLAYER = (r"{% if 'W_O' in spec.matrices %}P{% elif spec.n_keys == 1 %}V{% else %}O{% endif %}")
 
@@ -114,7 +115,9 @@ def block_plan(spec) -> tuple[StepDef, ...]:
     else:
         plan += [*attention, residual, own["ln1"], own["ffn_in"], own["ffn_hidden"], own["ffn_out"],
                  own["res2"], own["block"]]
-    return tuple(plan)
+    # the products' and sums' bounds are exact: their margin, compounded through the block's ten
+    # steps, would let a late slip pass (issue 35)
+    return tuple(replace(step, sharp=True) if step.op in EXACT_BOUNDS else step for step in plan)
 
 
 def parts_of(spec) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -213,7 +216,7 @@ STATEMENT = (
     r"$\operatorname{FFN}(N) = \operatorname{ReLU}(N W_1 + b_1)\, W_2 + b_2$. "
     r"$\operatorname{LN}$ normalises each row on its own: $\mu$ its mean, $\sigma^2$ the mean of its "
     r"squared deviations (divided by $d_{\text{model}}$), $\hat{x} = (x - \mu)/\sigma$ (here "
-    r"$\varepsilon = 0$), then $\gamma \odot \hat{x} + \beta$; both LayerNorms share the given "
+    r"$\varepsilon{} = 0$), then $\gamma \odot \hat{x} + \beta$; both LayerNorms share the given "
     r"scale $\gamma$ (gamma) and shift $\beta$ (beta).",
     GIVEN,
     r"Work the block through, showing every intermediate result.")
@@ -250,7 +253,10 @@ AFTER = {
                   r"{% for z in row %}{% set ns.all = ns.all + 1 %}{% if z.value < 0 %}"
                   r"{% set ns.below = ns.below + 1 %}{% endif %}{% endfor %}{% endfor %}"
                   r"ReLU set {{ ns.below }} of the {{ ns.all }} entries of $Z$ to 0, those below 0, and "
-                  r"kept the rest; $F = HW_2 + b_2$ takes no ReLU: a negative entry of $F$ stays negative."),
+                  r"kept the rest; $F = HW_2 + b_2$ takes no ReLU"
+                  r"{% set f = namespace(below=false) %}{% for row in part.steps[-1].entries %}"
+                  r"{% for x in row %}{% if x.value < 0 %}{% set f.below = true %}{% endif %}{% endfor %}"
+                  r"{% endfor %}{% if f.below %}: a negative entry of $F$ stays negative{% endif %}."),
     "block-out": (r"{% if spec.params.norm == 'pre' %}Under pre-LN the output is not normalised: the "
                   r"residual path $X \to R_1 \to Y$ adds the sublayers' outputs and is never rescaled, "
                   r"which is why deep pre-LN stacks train more stably (and end with a final LayerNorm)."
