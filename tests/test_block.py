@@ -267,7 +267,9 @@ def test_the_base_spec_solves_in_both_arrangements():
     ({"W_V": [[1, 0]] * 4}, "W_V must have 4 columns (d_model = 4): the residual adds"),
     ({"W_1": None}, "type block needs W_1"),
     ({"mask": "causal"}, "type block is an encoder block with no mask"),
-    ({"X": [[1, 1, 1, 1]]}, "variance is 0"),
+    ({"X": [[1, 1, 1, 1]]}, "row 1 of res1, the input of the LayerNorm N_1 = LN(res1), has every entry equal"),
+    ({"X": [[1, 1, 1, 1]], "norm": "pre"}, "b.toml: X row 1 has every entry equal: the first LayerNorm"),
+    ({"b_1": [0, -1]}, "b_1 must be a non-empty list of rows, e.g. [[0, -1]]"),
     ({"gamma": [[1, "x", 1, 1]]}, "gamma row 1, column 2"),
     ({"X": [[1, 2, 1, 2]] * 5}, "type block takes at most 4"),
 ])
@@ -414,3 +416,32 @@ def test_the_notes_say_only_what_the_numbers_show(tmp_path, run_cli):
         assert code == 0, err
         assert ("stays negative" in (tmp_path / "out" / "answers.md").read_text()) == says
     assert "(here ε = 0)" in (tmp_path / "out" / "questions.md").read_text()
+
+
+@needs_browser
+def test_the_page_names_the_n_minus_1_slip_from_a_hand_rounded_sigma(tmp_path):
+    """N_1 over n − 1 worked with σ written 0.5773 (0.1339, 0.8661, where σ's full value gives
+    0.1340, 0.8660) is named as the n − 1 slip: the slip is compared within its own rounding."""
+    import json
+
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    record = {**BASE, "norm": "pre", "beta": [[1, -1, 0, 0]]}
+    (tmp_path / "b.json").write_text(json.dumps(record))
+    assert main(["--spec", str(tmp_path / "b.json"), "--decimals", "4", "--format", "html",
+                 "--out", str(tmp_path / "out")]) == 0
+    problems = students.marking_data(tmp_path / "out" / "practice.html")  # html: the page
+    problem_id, problem = next(iter(problems.items()))
+    letter = next(key[0] for key, grid in problem["steps"].items() if grid["name"] == "ln1")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((tmp_path / "out" / "practice.html").as_uri())
+        marks = students.type_and_check(page, {problem_id: {"ln1": ["0.1339", "-0.1339", "-0.8661", "0.8661"]}},
+                                        [[problem_id, letter]])
+        browser.close()
+    assert "wrong" in marks[f"{problem_id} ln1"] and "n − 1" in str(marks[f"{problem_id} ({letter})"]), marks

@@ -186,6 +186,10 @@ def _check(spec) -> str | None:
         what = "W_O" if "W_O" in m else "W_V"
         return (f"{what} must have {d} columns (d_model = {d}): the residual adds the attention output "
                 f"to X; it has {out}")
+    equal = next((i for i, row in enumerate(m["X"]) if len(set(row)) == 1), None)
+    if spec.params.get("norm") == "pre" and equal is not None:  # said here, where the file is named
+        return (f"X row {equal + 1} has every entry equal: the first LayerNorm, N_1 = LN(X), divides by "
+                f"its σ = 0 (ε = 0)")
     d_ff = len(m["W_1"][0])
     shapes = {"gamma": (1, d), "beta": (1, d), "W_1": (d, d_ff), "b_1": (1, d_ff), "W_2": (d_ff, d),
               "b_2": (1, d)}
