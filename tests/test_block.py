@@ -234,8 +234,9 @@ def test_late_slips_are_refused_in_canvas_and_moodle(decimals, tmp_path):
                            for item, i, j in asked[name]), (question.spec.id, name)
                 caught += 1
     # only σ² over n − 1 in a post-LN block's last LayerNorm (a slip of 1 − √(3/4) of each x-hat)
-    # lands so near: there a row of small spread lets rounding move x-hat as far (issue 35's note)
-    assert caught >= 40 and set(near) <= {"block"} and len(near) <= caught // 4
+    # lands so near, and seldom: the draw keeps R_2's σ at least 2 (LAST_SIGMA), as rounding's reach
+    # on x-hat grows as 1/σ (with σ 1/2 allowed, 7 of these 28 problems were so near)
+    assert caught >= 40 and set(near) <= {"block"} and len(near) <= (2 if decimals == 2 else 0), near
 
 
 def test_the_page_names_the_slips():
@@ -445,3 +446,10 @@ def test_the_page_names_the_n_minus_1_slip_from_a_hand_rounded_sigma(tmp_path):
                                         [[problem_id, letter]])
         browser.close()
     assert "wrong" in marks[f"{problem_id} ln1"] and "n − 1" in str(marks[f"{problem_id} ({letter})"]), marks
+
+
+def test_tokens_asked_of_a_drawn_block_are_refused_in_one_line(run_cli, tmp_path):
+    """A drawn block has one token: --tokens 2 is refused, not silently drawn as one."""
+    code, _, err = run_cli("--types", "block", "--tokens", "2", "--out", tmp_path / "out")
+    assert code == 2 and "a drawn block has one token (--tokens 2 cannot apply)" in err
+    assert err.count("\n") == 1

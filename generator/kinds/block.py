@@ -24,6 +24,7 @@ import sympy
 
 from generator.kinds import GIVEN, Param, QuestionType, block_ops, register
 from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.sampling import PRESETS
 from generator.maths import steps
 from generator.maths.engine import run
 from generator.maths.exact import shown
@@ -275,6 +276,7 @@ AFTER = {
 SIZES = {"easy": dict(d_ff=2, affine=False, w_o=False), "medium": dict(d_ff=2, affine=True, w_o=False),
          "hard": dict(d_ff=3, affine=True, w_o=True)}
 D_MODEL = 4
+LAST_SIGMA = 2.0  # post-LN: the least σ of R_2, the last LayerNorm's input (worthiness)
 
 
 LEVELS = ("easy", "medium", "hard")
@@ -327,9 +329,15 @@ def _varied(row) -> bool:
     return len(set(row)) > 2
 
 
-def _nice(rng) -> list[int]:
-    """A nice row, one of the varied ones (more than two values) half the time."""
-    rows = [row for row in nice_rows() if _varied(row) == bool(rng.integers(2))]
+def _sigma(row) -> float:
+    return float(np.std(np.asarray(row, dtype=float)))
+
+
+def _nice(rng, least_sigma: float = 0.0) -> list[int]:
+    """A nice row, one of the varied ones (more than two values) half the time, its σ at least
+    ``least_sigma``."""
+    rows = [row for row in nice_rows()
+            if _varied(row) == bool(rng.integers(2)) and _sigma(row) >= least_sigma]
     return list(rows[int(rng.integers(len(rows)))])
 
 
@@ -409,7 +417,9 @@ def _draw_once(rng, sizes, norm) -> dict | None:
     w_2 = _small(rng, (d_ff, d), p=(0.3, 0.2, 0.5))
     f_no_bias = sympy.Matrix([[max(v, 0) for v in z]]) * sympy.Matrix(w_2)
     if norm == "post":  # b_2 chosen so that R_2 = N_1 + F is one of ``nice_rows``
-        target = _nice(rng)
+        # σ of R_2 at least 2: the last LayerNorm over n − 1 (x̂ off by 13%) then lands past what
+        # rounding reaches, which grows as 1/σ
+        target = _nice(rng, LAST_SIGMA)
         b_2 = [t - a - f for t, a, f in zip(target, normed, f_no_bias)]
         last_norm = _layer_norm(target, gamma, beta)
         if any(abs(b) > 3 for b in b_2) or not _residual_shows(target, normed, last_norm, gamma, beta):
@@ -426,6 +436,17 @@ def _draw_once(rng, sizes, norm) -> dict | None:
             for name, m in matrices.items()}
 
 
+def _not_drawable(options) -> str | None:
+    """--tokens asks for what the draw cannot give (one token, its numbers steered so that every
+    root is readable): said, not ignored."""
+    if options.tokens != PRESETS[options.difficulty].tokens:
+        low, high = options.tokens
+        asked = f"{low}" if low == high else f"{low}-{high}"
+        return (f"a drawn block has one token (--tokens {asked} cannot apply); a spec file may give "
+                f"up to {MAX_BLOCK_TOKENS}")
+    return None
+
+
 CHOICE = "{{ choice }}"
 
 register(QuestionType(
@@ -433,7 +454,8 @@ register(QuestionType(
     STATEMENT, prompts=PROMPTS, keys={"block-permute": answer_with_slips()}, after=AFTER, choice=CHOICE,
     params=(Param("norm", read_norm, default="post"),), check=_check,
     matrices=tuple(name for name, _ in OWN_GIVEN), may_take=("W_O",), draw_options=draw_options,
-    draw_params=draw_params, shared=("norm",), in_default_mix=False, shrinks=()))
+    draw_params=draw_params, not_drawable=_not_drawable, shared=("norm",), in_default_mix=False,
+    shrinks=()))
 
 block_ops.register()
 register_steps()
