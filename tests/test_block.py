@@ -234,8 +234,9 @@ def test_late_slips_are_refused_in_canvas_and_moodle(decimals, tmp_path):
                            for item, i, j in asked[name]), (question.spec.id, name)
                 caught += 1
     # only σ² over n − 1 in a post-LN block's last LayerNorm (a slip of 1 − √(3/4) of each x-hat)
-    # lands so near: there a row of small spread lets rounding move x-hat as far (issue 35's note)
-    assert caught >= 40 and set(near) <= {"block"} and len(near) <= caught // 4
+    # lands so near, and seldom: the draw keeps R_2's σ at least 2 (LAST_SIGMA), as rounding's reach
+    # on x-hat grows as 1/σ (with σ 1/2 allowed, 7 of these 28 problems were so near)
+    assert caught >= 40 and set(near) <= {"block"} and len(near) <= (2 if decimals == 2 else 0), near
 
 
 def test_the_page_names_the_slips():
@@ -267,7 +268,9 @@ def test_the_base_spec_solves_in_both_arrangements():
     ({"W_V": [[1, 0]] * 4}, "W_V must have 4 columns (d_model = 4): the residual adds"),
     ({"W_1": None}, "type block needs W_1"),
     ({"mask": "causal"}, "type block is an encoder block with no mask"),
-    ({"X": [[1, 1, 1, 1]]}, "variance is 0"),
+    ({"X": [[1, 1, 1, 1]]}, "row 1 of res1, the input of the LayerNorm N_1 = LN(res1), has every entry equal"),
+    ({"X": [[1, 1, 1, 1]], "norm": "pre"}, "b.toml: X row 1 has every entry equal: the first LayerNorm"),
+    ({"b_1": [0, -1]}, "b_1 must be a non-empty list of rows, e.g. [[0, -1]]"),
     ({"gamma": [[1, "x", 1, 1]]}, "gamma row 1, column 2"),
     ({"X": [[1, 2, 1, 2]] * 5}, "type block takes at most 4"),
 ])
@@ -375,3 +378,78 @@ def test_a_drawn_block_takes_8_to_15_minutes(tmp_path, run_cli, difficulty):
     assert code == 0, err
     minutes = re.findall(r"marks, about (\d+) min\)", (tmp_path / "questions.md").read_text())
     assert len(minutes) == 4 and all(8 <= int(m) <= 15 for m in minutes), minutes
+
+
+THREE_TOKENS = {"type": "block", "X": [[1, 0, 2, -1], [0, 1, 1, 0], [2, 1, 0, 1]],
+                "W_Q": [[1, 0], [0, 1], [1, 1], [0, -1]], "W_K": [[0, 1], [1, 0], [1, -1], [1, 0]],
+                "W_V": [[1, 0, -1, 0], [0, 1, 1, -1], [1, -1, 0, 1], [0, 1, 0, 1]],
+                "W_O": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, -1]],
+                "gamma": [[1, 2, 1, 0.5]], "beta": [[0, 1, -1, 0]],
+                "W_1": [[1, -1, 0], [0, 1, 1], [-1, 0, 1], [1, 1, -1]], "b_1": [[0, -1, 0.5]],
+                "W_2": [[1, 0, -1, 0], [0, 1, 0, -1], [1, 1, 0, 0]], "b_2": [[0, 0, 1, -1]]}
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_a_spec_blocks_margins_stay_fair_and_refuse_the_late_slip(norm):
+    """A spec file's block of three tokens with W_O (a student's): Moodle's and Canvas's margin, the
+    chain tolerance, stays within FAIR times what a rounding student reaches (test_qti's interval
+    arithmetic) on every step, the products' and sums' margins not compounded through ten steps;
+    and the second LayerNorm over n − 1 is refused (it was accepted, 0.6786 for 0.6291)."""
+    from test_qti import FAIR, reaches
+
+    question = solve_checked(spec_from_record({**THREE_TOKENS, "norm": norm}, "three"))
+    tolerances, reach = Tolerances(question, 4), reaches(question, 4)
+    for step in question.solution.steps:
+        if id(step) in reach and step.name not in question.spec.matrices:
+            assert (tolerances.of(step).chain <= FAIR * reach[id(step)] + 2e-4).all(), step.name
+    for name, theirs in late_slips(question):
+        step = question.solution.step(name)
+        assert (np.abs(np.round(theirs, 4) - step.numeric) > tolerances.of(step).chain).any(), name
+
+
+def test_the_notes_say_only_what_the_numbers_show(tmp_path, run_cli):
+    """'A negative entry of F stays negative' only where F has one; ε = 0 spaced in Markdown."""
+    import json
+
+    for b_2, says in (([[5, 5, 5, 5]], False), ([[0, 0, -5, 0]], True)):
+        (tmp_path / "b.json").write_text(json.dumps({**BASE, "b_2": b_2}))
+        code, _, err = run_cli("--spec", tmp_path / "b.json", "--out", tmp_path / "out")
+        assert code == 0, err
+        assert ("stays negative" in (tmp_path / "out" / "answers.md").read_text()) == says
+    assert "(here ε = 0)" in (tmp_path / "out" / "questions.md").read_text()
+
+
+@needs_browser
+def test_the_page_names_the_n_minus_1_slip_from_a_hand_rounded_sigma(tmp_path):
+    """N_1 over n − 1 worked with σ written 0.5773 (0.1339, 0.8661, where σ's full value gives
+    0.1340, 0.8660) is named as the n − 1 slip: the slip is compared within its own rounding."""
+    import json
+
+    import test_practice_students as students
+    from playwright.sync_api import sync_playwright
+
+    from generator.cli import main
+
+    record = {**BASE, "norm": "pre", "beta": [[1, -1, 0, 0]]}
+    (tmp_path / "b.json").write_text(json.dumps(record))
+    assert main(["--spec", str(tmp_path / "b.json"), "--decimals", "4", "--format", "html",
+                 "--out", str(tmp_path / "out")]) == 0
+    problems = students.marking_data(tmp_path / "out" / "practice.html")  # html: the page
+    problem_id, problem = next(iter(problems.items()))
+    letter = next(key[0] for key, grid in problem["steps"].items() if grid["name"] == "ln1")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.goto((tmp_path / "out" / "practice.html").as_uri())
+        marks = students.type_and_check(page, {problem_id: {"ln1": ["0.1339", "-0.1339", "-0.8661", "0.8661"]}},
+                                        [[problem_id, letter]])
+        browser.close()
+    assert "wrong" in marks[f"{problem_id} ln1"] and "n − 1" in str(marks[f"{problem_id} ({letter})"]), marks
+
+
+def test_tokens_asked_of_a_drawn_block_are_refused_in_one_line(run_cli, tmp_path):
+    """A drawn block has one token: --tokens 2 is refused, not silently drawn as one."""
+    code, _, err = run_cli("--types", "block", "--tokens", "2", "--out", tmp_path / "out")
+    assert code == 2 and "a drawn block has one token (--tokens 2 cannot apply)" in err
+    assert err.count("\n") == 1

@@ -24,6 +24,7 @@ import sympy
 
 from generator.kinds import GIVEN, Param, QuestionType, block_ops, register
 from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.sampling import PRESETS
 from generator.maths import steps
 from generator.maths.engine import run
 from generator.maths.exact import shown
@@ -36,6 +37,7 @@ OWN_GIVEN = (("gamma", r"\gamma"), ("beta", r"\beta"), ("W_1", "W_1"), ("b_1", "
              ("W_2", "W_2"), ("b_2", "b_2"))
 MAX_FF = 8  # the feed-forward layer's width, d_ff: an exam's, not a model's
 MAX_BLOCK_TOKENS = 4
+EXACT_BOUNDS = ("product", "blend", "add")  # ops whose tolerance face is a true bound
 # The sublayer's output as a formula writes it: P = O W_O, else O (V itself for one token).
 SUBLAYER = (r"{% if 'W_O' in spec.matrices %}P{% elif spec.n_keys == 1 %}V{% else %}O{% endif %}")
 
@@ -114,7 +116,9 @@ def block_plan(spec) -> tuple[StepDef, ...]:
     else:
         plan += [*attention, residual, own["ln1"], own["ffn_in"], own["ffn_hidden"], own["ffn_out"],
                  own["res2"], own["block"]]
-    return tuple(plan)
+    # the products' and sums' bounds are exact: their margin, compounded through the block's ten
+    # steps, would let a late slip pass (issue 35)
+    return tuple(replace(step, sharp=True) if step.op in EXACT_BOUNDS else step for step in plan)
 
 
 def parts_of(spec) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -183,6 +187,10 @@ def _check(spec) -> str | None:
         what = "W_O" if "W_O" in m else "W_V"
         return (f"{what} must have {d} columns (d_model = {d}): the residual adds the attention output "
                 f"to X; it has {out}")
+    equal = next((i for i, row in enumerate(m["X"]) if len(set(row)) == 1), None)
+    if spec.params.get("norm") == "pre" and equal is not None:  # said here, where the file is named
+        return (f"X row {equal + 1} has every entry equal: the first LayerNorm, N_1 = LN(X), divides by "
+                f"its σ = 0 (ε = 0)")
     d_ff = len(m["W_1"][0])
     shapes = {"gamma": (1, d), "beta": (1, d), "W_1": (d, d_ff), "b_1": (1, d_ff), "W_2": (d_ff, d),
               "b_2": (1, d)}
@@ -213,7 +221,7 @@ STATEMENT = (
     r"$\operatorname{FFN}(N) = \operatorname{ReLU}(N W_1 + b_1)\, W_2 + b_2$. "
     r"$\operatorname{LN}$ normalises each row on its own: $\mu$ its mean, $\sigma^2$ the mean of its "
     r"squared deviations (divided by $d_{\text{model}}$), $\hat{x} = (x - \mu)/\sigma$ (here "
-    r"$\varepsilon = 0$), then $\gamma \odot \hat{x} + \beta$; both LayerNorms share the given "
+    r"$\varepsilon{} = 0$), then $\gamma \odot \hat{x} + \beta$; both LayerNorms share the given "
     r"scale $\gamma$ (gamma) and shift $\beta$ (beta).",
     GIVEN,
     r"Work the block through, showing every intermediate result.")
@@ -250,7 +258,10 @@ AFTER = {
                   r"{% for z in row %}{% set ns.all = ns.all + 1 %}{% if z.value < 0 %}"
                   r"{% set ns.below = ns.below + 1 %}{% endif %}{% endfor %}{% endfor %}"
                   r"ReLU set {{ ns.below }} of the {{ ns.all }} entries of $Z$ to 0, those below 0, and "
-                  r"kept the rest; $F = HW_2 + b_2$ takes no ReLU: a negative entry of $F$ stays negative."),
+                  r"kept the rest; $F = HW_2 + b_2$ takes no ReLU"
+                  r"{% set f = namespace(below=false) %}{% for row in part.steps[-1].entries %}"
+                  r"{% for x in row %}{% if x.value < 0 %}{% set f.below = true %}{% endif %}{% endfor %}"
+                  r"{% endfor %}{% if f.below %}: a negative entry of $F$ stays negative{% endif %}."),
     "block-out": (r"{% if spec.params.norm == 'pre' %}Under pre-LN the output is not normalised: the "
                   r"residual path $X \to R_1 \to Y$ adds the sublayers' outputs and is never rescaled, "
                   r"which is why deep pre-LN stacks train more stably (and end with a final LayerNorm)."
@@ -265,6 +276,7 @@ AFTER = {
 SIZES = {"easy": dict(d_ff=2, affine=False, w_o=False), "medium": dict(d_ff=2, affine=True, w_o=False),
          "hard": dict(d_ff=3, affine=True, w_o=True)}
 D_MODEL = 4
+LAST_SIGMA = 2.0  # post-LN: the least σ of R_2, the last LayerNorm's input (worthiness)
 
 
 LEVELS = ("easy", "medium", "hard")
@@ -317,9 +329,15 @@ def _varied(row) -> bool:
     return len(set(row)) > 2
 
 
-def _nice(rng) -> list[int]:
-    """A nice row, one of the varied ones (more than two values) half the time."""
-    rows = [row for row in nice_rows() if _varied(row) == bool(rng.integers(2))]
+def _sigma(row) -> float:
+    return float(np.std(np.asarray(row, dtype=float)))
+
+
+def _nice(rng, least_sigma: float = 0.0) -> list[int]:
+    """A nice row, one of the varied ones (more than two values) half the time, its σ at least
+    ``least_sigma``."""
+    rows = [row for row in nice_rows()
+            if _varied(row) == bool(rng.integers(2)) and _sigma(row) >= least_sigma]
     return list(rows[int(rng.integers(len(rows)))])
 
 
@@ -399,7 +417,9 @@ def _draw_once(rng, sizes, norm) -> dict | None:
     w_2 = _small(rng, (d_ff, d), p=(0.3, 0.2, 0.5))
     f_no_bias = sympy.Matrix([[max(v, 0) for v in z]]) * sympy.Matrix(w_2)
     if norm == "post":  # b_2 chosen so that R_2 = N_1 + F is one of ``nice_rows``
-        target = _nice(rng)
+        # σ of R_2 at least 2: the last LayerNorm over n − 1 (x̂ off by 13%) then lands past what
+        # rounding reaches, which grows as 1/σ
+        target = _nice(rng, LAST_SIGMA)
         b_2 = [t - a - f for t, a, f in zip(target, normed, f_no_bias)]
         last_norm = _layer_norm(target, gamma, beta)
         if any(abs(b) > 3 for b in b_2) or not _residual_shows(target, normed, last_norm, gamma, beta):
@@ -416,6 +436,17 @@ def _draw_once(rng, sizes, norm) -> dict | None:
             for name, m in matrices.items()}
 
 
+def _not_drawable(options) -> str | None:
+    """--tokens asks for what the draw cannot give (one token, its numbers steered so that every
+    root is readable): said, not ignored."""
+    if options.tokens != PRESETS[options.difficulty].tokens:
+        low, high = options.tokens
+        asked = f"{low}" if low == high else f"{low}-{high}"
+        return (f"a drawn block has one token (--tokens {asked} cannot apply); a spec file may give "
+                f"up to {MAX_BLOCK_TOKENS}")
+    return None
+
+
 CHOICE = "{{ choice }}"
 
 register(QuestionType(
@@ -423,7 +454,8 @@ register(QuestionType(
     STATEMENT, prompts=PROMPTS, keys={"block-permute": answer_with_slips()}, after=AFTER, choice=CHOICE,
     params=(Param("norm", read_norm, default="post"),), check=_check,
     matrices=tuple(name for name, _ in OWN_GIVEN), may_take=("W_O",), draw_options=draw_options,
-    draw_params=draw_params, shared=("norm",), in_default_mix=False, shrinks=()))
+    draw_params=draw_params, not_drawable=_not_drawable, shared=("norm",), in_default_mix=False,
+    shrinks=()))
 
 block_ops.register()
 register_steps()

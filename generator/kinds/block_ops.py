@@ -63,9 +63,8 @@ def _norm_row(index: int, row, gamma, beta, num, where: str) -> NormRow:
     deviations = tuple(num(x.exact - mean.exact) for x in row)
     variance = num(sympy.Add(*(d.exact**2 for d in deviations)) / n)
     if variance.exact == 0:
-        raise SpecError(f"{where}: row {index + 1} of the LayerNorm's input has every entry "
-                        f"equal ({fmt.decimal_text(row[0], 4)}): its variance is 0, and with ε = 0 "
-                        f"LayerNorm divides by 0")
+        raise SpecError(f"{where} has every entry equal ({fmt.decimal_text(row[0], 4)}): its variance "
+                        f"is 0, and with ε = 0 LayerNorm divides by 0")
     deviation = num(sympy.sqrt(variance.exact))
     normalised = tuple(num(sympy.radsimp(d.exact / deviation.exact)) for d in deviations)
     result = tuple(num(sympy.expand(g.exact * x.exact + b.exact))
@@ -89,8 +88,8 @@ def _decimal_row(index: int, row, gamma, beta, num, where: str) -> NormRow:
     deviations = [x - mean for x in values]
     variance = sum(d**2 for d in deviations) / n
     if variance < sympy.Float(10) ** (4 - DIGITS) * max(1, max(abs(x) for x in values)) ** 2:
-        raise SpecError(f"{where}: row {index + 1} of the LayerNorm's input has every entry equal: its "
-                        f"variance is 0, and with ε = 0 LayerNorm divides by 0")
+        raise SpecError(f"{where} has every entry equal: its variance is 0, and with ε = 0 LayerNorm "
+                        f"divides by 0")
     sigma = sympy.sqrt(variance)
     normalised = [d / sigma for d in deviations]
     result = [g.exact * x + b.exact for g, x, b in zip(gamma, normalised, beta)]
@@ -105,8 +104,10 @@ DIGITS = 30
 def layer_norm_exact(step_def, inputs, spec, num) -> Step:
     """The exact face: each row's mean, variance, σ, normalised entries, then γ ⊙ x̂ + β."""
     rows, gamma, beta = inputs
-    where = f"problem {spec.id}"
-    working = tuple(_norm_row(i, row, gamma.entries[0], beta.entries[0], num, where)
+    def where(i):  # which LayerNorm, and which row of its input
+        return (f"problem {spec.id}: row {i + 1} of {step_def.inputs[0]}, the input of the LayerNorm "
+                f"{step_def.symbol} = LN({step_def.inputs[0]}),")
+    working = tuple(_norm_row(i, row, gamma.entries[0], beta.entries[0], num, where(i))
                     for i, row in enumerate(rows.entries))
     return Step(step_def.name, step_def.worded(), LAYER_NORM, tuple(w.result for w in working), working)
 

@@ -84,7 +84,7 @@ class Tolerances:
                              for i, x in zip(step_def.inputs, inputs)]
                     own = propagate(step_def, inputs, typed, self.u, spec)
                     carried = propagate(step_def, inputs, [chain[i] for i in step_def.inputs], self.u, spec)
-                    sharp = ops.op(step_def.op).sharp
+                    sharp = ops.op(step_def.op).sharp or step_def.sharp
                     chain[step.name] = _sharp(carried + self.u) if sharp else _bounded(carried + self.u)
                     tolerance = Tolerance(chain[step.name], _bounded(own + self.u))
                 by_name[name] = tolerance

@@ -482,7 +482,10 @@ def _written_as_fractions(record: dict, matrices: dict[str, Matrix]) -> frozense
 
 def _parse_matrix(rows, name: str, where: str) -> Matrix:
     if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
-        raise SpecError(f"{where}: {name} must be a non-empty list of rows, e.g. [[1, 0], [0, 1]]")
+        # a flat list is most often one row (a bias, γ) written without its outer brackets
+        example = (f"[{rows}]" if isinstance(rows, list) and rows and len(str(rows)) < 60
+                   and not any(isinstance(r, (list, dict)) for r in rows) else "[[1, 0], [0, 1]]")
+        raise SpecError(f"{where}: {name} must be a non-empty list of rows, e.g. {example}")
     width = len(rows[0])
     for number, row in enumerate(rows, start=1):
         if not row:

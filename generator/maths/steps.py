@@ -58,6 +58,9 @@ class StepDef:
     # Its entries are whole numbers counted exactly (a parameter count, bytes): never rounded,
     # so marked with no tolerance at all (the answer is the whole number or it is wrong).
     counted: bool = False
+    # Marked by its op's bound as it is, with no margin (as an ops.Op.sharp op's): a product's or
+    # a sum's bound is exact, and a long chain (the block's) would otherwise compound the margin.
+    sharp: bool = False
 
     @property
     def is_given(self) -> bool:

@@ -247,7 +247,8 @@
     const fits = (values) => {
       const widen = Math.max(1, largest(values) / (largest(expected) || Infinity));
       return values.length === typed.length && values.every((row, i) => row.length === typed[i].length
-        && row.every((x, j) => within(typed[i][j], x, tolerance[i][j] * widen)));
+        && row.every((x, j) => within(typed[i][j], x, tolerance[i][j] * widen
+          + (values.reach ? values.reach[i][j] * 0.5 * 10 ** -data.decimals : 0))));  // an op's own rounding
     };
     for (const slip of (step && step.slips) || []) {
       const theirs = fromOwnValues(section, problem, { ...step, ...slip.change });
