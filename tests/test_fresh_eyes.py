@@ -144,3 +144,13 @@ def test_a_paper_of_one_later_problem_starts_on_its_first_page(tmp_path, run_cli
         assert "\\newpage" not in (tmp_path / "one" / name).read_text()
     code, _, _ = run_cli("--types", "full", "--count", "2", "--seed", "9", "--out", tmp_path / "two")
     assert code == 0 and (tmp_path / "two" / "answers.tex").read_text().count("\\newpage") == 1
+
+
+def test_unscaled_scores_too_large_to_exponentiate_are_one_line(tmp_path, run_cli):
+    """scale = 1 skips the scaling step, whose check it was: scores of 900 overflowed e^x and
+    the run stopped on an engine/numpy disagreement instead (a block's hypothesis spec found it)."""
+    spec = tmp_path / "big.toml"
+    spec.write_text("X = [[30, 0], [0, 1]]\nW_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, 1]]\n"
+                    "W_V = [[1, 0], [0, 1]]\nscale = 1\n")
+    code, _, err = run_cli("--spec", spec, "--out", tmp_path / "out")
+    assert code == 2 and "a score of 900 is too large to exponentiate" in err and err.count("\n") == 1

@@ -325,6 +325,11 @@ MASK_WORDS = "masked = {0}, -inf where the mask hides key j from query i"
 
 def softmax_op(step_def: StepDef, inputs, spec: ProblemSpec, num: Evaluator) -> Step:
     """The softmax's exact face: each row's (or column's) exponentials over their sum."""
+    largest = max((abs(n.value) for row in inputs[0].entries for n in row if n.exact is not MASKED),
+                  default=0)
+    if largest > MAX_SCALED_SCORE:  # an unscaled plan (scale 1) meets no scaling step's check
+        raise SpecError(f"problem {spec.id}: a score of {largest:.6g} is too large to exponentiate "
+                        f"(at most {MAX_SCALED_SCORE}); use smaller entries")
     return softmax_step(step_def.name, step_def.worded(), inputs[0], num,
                         by_columns=step_def.by_columns)
 
