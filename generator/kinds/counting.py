@@ -32,7 +32,7 @@ import sympy
 
 from generator.kinds import Param, QuestionType, counting_ops, kv_cache_ops, register
 from generator.kinds.counting_prose import AFTER, PROMPTS, STATEMENT, WHY, trap_choices
-from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.questions import Part, Question, answer_with_slips, lettered, shuffled_item, whole_number
 from generator.maths import steps
 from generator.maths.engine import Evaluator, Step, run
 from generator.maths.exact import shown
@@ -297,14 +297,6 @@ def traps(c: Config) -> dict[str, tuple[tuple[str, str], ...]]:
 
 
 # The configuration's keys: whole numbers in their ranges, biases on or off, the parts asked.
-def _whole(key: str, most: int):
-    def read(value, spec, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-            raise SpecError(f"{where}: {key} must be a whole number from 1 to {most}, got {shown(value)}")
-        return value
-    return read
-
-
 def read_bias(value, spec, where: str) -> bool:
     """Whether every linear map has a bias (and each LayerNorm a β)."""
     if not isinstance(value, bool):
@@ -325,7 +317,7 @@ def read_parts(value, spec, where: str) -> tuple[str, ...]:
 
 KEYS = (("model_dim", 65536, 512), ("heads", 1024, 8), ("kv_heads", 1024, None), ("head_dim", 65536, None),
         ("ffn_dim", 10**6, 2048), ("layers", 1000, 6), ("tokens", 10**6, 128), ("bytes_per_value", 8, 2))
-PARAMS = (*(Param(key, _whole(key, most), default=default) for key, most, default in KEYS),
+PARAMS = (*(Param(key, whole_number(key, most), default=default) for key, most, default in KEYS),
           Param("bias", read_bias, default=True), Param("parts", read_parts, write=list, default=list(PARTS)))
 
 

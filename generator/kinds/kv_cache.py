@@ -20,7 +20,15 @@ import numpy as np
 import sympy
 
 from generator.kinds import GIVEN, Param, QuestionType, kv_cache_ops, register
-from generator.kinds.questions import TIE, Part, Question, answer_with_slips, lettered, shuffled_item
+from generator.kinds.questions import (
+    TIE,
+    Part,
+    Question,
+    answer_with_slips,
+    lettered,
+    shuffled_item,
+    whole_number,
+)
 from generator.maths import steps
 from generator.maths.crosscheck import attention_steps
 from generator.maths.engine import Evaluator, Step, given_step, run, solve
@@ -166,14 +174,6 @@ LESSON = (
 
 
 # The size part's keys: each a whole number (bytes per value 1 to 8), and the unit asked.
-def _whole(key: str, most: int):
-    def read(value, spec, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-            raise SpecError(f"{where}: {key} must be a whole number from 1 to {most}, got {shown(value)}")
-        return value
-    return read
-
-
 def read_unit(value, spec, where: str) -> str:
     """The unit the size is asked in."""
     if not isinstance(value, str) or value not in UNITS:
@@ -182,7 +182,7 @@ def read_unit(value, spec, where: str) -> str:
 
 
 MODEL_KEYS = ("layers", "kv_heads", "head_dim", "context", "bytes_per_value")
-PARAMS = (*(Param(key, _whole(key, most), default=default) for key, most, default in zip(
+PARAMS = (*(Param(key, whole_number(key, most), default=default) for key, most, default in zip(
     MODEL_KEYS, (1000, 1024, 4096, 10**7, 8), DEFAULT_MODEL)), Param("unit", read_unit, default="MiB"))
 
 

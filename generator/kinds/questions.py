@@ -18,6 +18,7 @@ import numpy as np
 
 from generator.kinds import TYPES
 from generator.maths.engine import Num, Solution, Step
+from generator.maths.exact import shown
 from generator.maths.spec import ProblemSpec, SpecError
 from generator.maths.steps import REGISTRY
 
@@ -287,3 +288,13 @@ ATTENTION = (
     r"$1/\sqrt{d_k}$ here{% else %} instead of $1/\sqrt{d_k}${% endif %}: compute "
     r"$\operatorname{softmax}\!\left({{ spec.scale | tex }}\, QK^{\top}{{ m }}\right) V${% endif %}, "
     r"showing every intermediate matrix.")
+
+
+def whole_number(key: str, most: int):
+    """A Param's reader of a whole number from 1 to ``most`` (a model's layers, a layer's heads): a bad
+    value raises the one-line SpecError naming the key."""
+    def read(value, spec, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            raise SpecError(f"{where}: {key} must be a whole number from 1 to {most}, got {shown(value)}")
+        return value
+    return read
