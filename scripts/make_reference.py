@@ -271,6 +271,9 @@ def template_description(name: str, text: str) -> str:
                 break
             comment.append(line[2:].strip())
         return " ".join(comment)
+    if name.endswith((".po", ".pot")):  # a catalogue: its first comment lines
+        return " ".join(line.lstrip("# ").strip() for line in text.splitlines()[:2]
+                        if line.startswith("# "))
     found = re.search(r"(?:\{#|<#)(.*?)(?:#\}|#>)", text, re.DOTALL)
     return found.group(1).strip() if found else ""
 

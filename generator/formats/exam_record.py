@@ -39,7 +39,7 @@ NOT_RECORDED = ("seed", "decimals", "draw_command", "versioned", "formats", "tim
 RECORDED = tuple(f.name for f in fields(DocumentInfo) if f.name not in NOT_RECORDED)
 # What a problem set again takes from its record; what else a run derives (its time at which
 # rates, say) follows from these and the command line.
-RESTORED = (*HEADER_FIELDS, "extra", "exponent_table", "table_places", "practice")
+RESTORED = (*HEADER_FIELDS, "extra", "exponent_table", "table_places", "practice", "language")
 DEFAULTS = DocumentInfo()
 MAX_MINUTES = 10_000  # as --minutes
 MAX_TABLE = 64  # exponentials in a recorded table (the tool prints 9)

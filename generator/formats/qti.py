@@ -36,6 +36,7 @@ from generator.formats.web import mask_forms, web_environment, written_symbol
 from generator.maths import steps
 from generator.maths.marking import Tolerances
 from generator.rendering.formatting import plain_entry_text, plain_maths, shape_forms
+from generator.rendering.language import language_of
 from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.render import rendered_pieces
 from generator.rendering.sinks import IN_MEMORY, Sink
@@ -98,7 +99,8 @@ def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | Non
     """qti.zip: imsmanifest.xml and one assessment per version, written into ``sink``, each
     assessment compressed as it is rendered (a large set's XML runs to hundreds of
     megabytes)."""
-    environment = web_environment(info.decimals, user_templates, "html")
+    environment = web_environment(info.decimals, user_templates, "html",
+                                  language_of(info.language, user_templates))
     environment.filters.update(xml_text=lambda html: escape(str(html)), plain=plain)
     package = package_ident(keys)
     rows = asked_rows(keys, info.decimals)

@@ -22,6 +22,7 @@ from generator.maths import ops, steps
 from generator.maths.marking import Tolerances, slips
 from generator.rendering import formatting as fmt
 from generator.rendering.hints import hint_of, pick_hint
+from generator.rendering.language import ENGLISH, Language, language_of
 from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.prose import mathml, plain_maths, spoken
 from generator.rendering.render import add_prose, markdown_environment, rendered_pieces
@@ -39,7 +40,8 @@ def render_moodle(keys: list[Paper], info: DocumentInfo, user_templates: Path | 
                   sink: Sink = IN_MEMORY) -> str | Path:
     """A Moodle XML question bank: one cloze question per problem, a category per version;
     written into ``sink`` as it is rendered."""
-    environment = web_environment(info.decimals, user_templates, "moodle")
+    environment = web_environment(info.decimals, user_templates, "moodle",
+                                  language_of(info.language, user_templates))
     template = environment.get_template("moodle/quiz.xml.j2")
     return sink.text("moodle.xml", rendered_pieces(template, papers=keys, info=info))
 
@@ -59,7 +61,8 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
                     sink: Sink = IN_MEMORY) -> dict[str, str | Path]:
     """One practice page per version: practice.html, or practice/version-NN.html, each
     written into ``sink`` as it is rendered."""
-    environment = web_environment(info.decimals, user_templates, "html")
+    environment = web_environment(info.decimals, user_templates, "html",
+                                  language_of(info.language, user_templates))
     template = environment.get_template("html/practice.html.j2")
     script = Markup(practice_script(user_templates))
     pages = {}
@@ -379,11 +382,12 @@ def entry_chars(step, decimals: int) -> int:
     return max([longest(n) for row in step.entries for n in row if n.value != -math.inf] + [4])
 
 
-def web_environment(decimals: int, user_templates: Path | None, prose: str):
+def web_environment(decimals: int, user_templates: Path | None, prose: str,
+                    language: Language = ENGLISH):
     """The Markdown environment, escaping HTML, with prose printed for the page (MathML) or
-    for Moodle (TeX for its MathJax filter)."""
-    environment = markdown_environment(decimals, user_templates, autoescape=True)
-    add_prose(environment, prose, decimals)
+    for Moodle (TeX for its MathJax filter), in the language."""
+    environment = markdown_environment(decimals, user_templates, autoescape=True, language=language)
+    add_prose(environment, prose, decimals, language)
     number = partial(fmt.decimal_text, decimals=decimals)
     environment.filters.update(
         mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]

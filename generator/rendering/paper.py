@@ -168,6 +168,7 @@ class DocumentInfo:
     table_places: int = 4  # ... with this many decimals, which the softmax working uses too
     practice: bool = False  # a practice set (readable ids): its record need not be kept
     time_allowed: int = 0  # --minutes: the time the cover allows, in minutes (0: none said)
+    language: str = "en"  # --lang: the documents' language, a BCP 47 tag (rendering.language)
     formats: tuple = ()  # the formats asked ("pdf" for --pdf): the record's, to set it again alike
 
 

@@ -14,6 +14,7 @@ by its kind, as SymPy's printers do (``_print_<Kind>``):
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import html
 import re
@@ -64,8 +65,27 @@ def pieces(prose: str) -> tuple:
     return tuple(found)
 
 
+DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
+
+
 class Printer:
-    """Prints prose piece by piece, each by the method named for its kind."""
+    """Prints prose piece by piece, each by the method named for its kind; ``decimal`` is the
+    mark its maths writes numbers with (``with_decimal``)."""
+
+    decimal = "."
+
+    def with_decimal(self, mark: str) -> Printer:
+        """This printer, writing numbers in maths with ``mark`` (a comma in German)."""
+        if mark == self.decimal:
+            return self
+        printer = copy.copy(self)
+        printer.decimal = mark
+        return printer
+
+    def comma_tex(self, tex: str) -> str:
+        """TeX with the printer's decimal mark: a comma in braces, which TeX sets as a decimal
+        comma (no space after it)."""
+        return tex if self.decimal == "." else DECIMAL_POINT.sub("{" + self.decimal + "}", tex)
 
     def print(self, prose: str) -> str:
         """A piece of prose printed, each of its pieces by its kind."""
@@ -108,7 +128,7 @@ class MarkdownPrinter(Printer):
         return piece.text
 
     def _print_Math(self, piece: Math) -> str:
-        return plain_maths(piece.tex)
+        return plain_maths(self.comma_tex(piece.tex))
 
     def bold(self, text: str) -> str:
         """Bold, in Markdown."""
@@ -125,12 +145,22 @@ class HtmlPrinter(Printer):
     def _print_Math(self, piece: Math) -> str:
         sides = relation_breaks(piece.tex)
         if len(sides) == 1:
-            return f'<span class="m">{labelled_mathml(piece.tex)}</span>'
+            return f'<span class="m">{self.comma_mathml(labelled_mathml(piece.tex))}</span>'
         # a browser breaks no MathML: each side of an = is a formula of its own, so that a
         # line may break after the =, as TeX breaks maths in a paragraph; read as one formula.
         # The break is a zero-width space, not <wbr>: Canvas's sanitiser drops a <wbr> tag.
-        shown = "\u200b".join(f'<span class="m">{hidden_mathml(tex)}</span>' for tex in sides)
-        return f'<span role="math" aria-label="{html.escape(spoken(piece.tex))}">{shown}</span>'
+        shown = "\u200b".join(f'<span class="m">{self.comma_mathml(hidden_mathml(tex))}</span>'
+                              for tex in sides)
+        label = html.escape(self.comma_spoken(spoken(piece.tex)))
+        return f'<span role="math" aria-label="{label}">{shown}</span>'
+
+    def comma_mathml(self, mathml: str) -> str:
+        """MathML whose numbers (<mn>) and labels are written with the printer's decimal mark."""
+        return mathml if self.decimal == "." else DECIMAL_POINT.sub(self.decimal, mathml)
+
+    def comma_spoken(self, text: str) -> str:
+        """A spoken label with the printer's decimal mark."""
+        return text if self.decimal == "." else DECIMAL_POINT.sub(self.decimal, text)
 
     def bold(self, text: str) -> str:
         """Bold, in HTML."""
@@ -165,7 +195,7 @@ class MoodlePrinter(HtmlPrinter):
         return cloze_braces(super()._print_Text(piece))  # a cloze gap forms from no words
 
     def _print_Math(self, piece: Math) -> str:
-        return html.escape(rf"\({piece.tex}\)", quote=False)
+        return html.escape(rf"\({self.comma_tex(piece.tex)}\)", quote=False)
 
 
 class TextPrinter(MarkdownPrinter):
@@ -173,7 +203,7 @@ class TextPrinter(MarkdownPrinter):
     option of a <select>, Moodle's cloze dropdowns): d_k^2 as dₖ², √(d_k) as √dₖ."""
 
     def _print_Math(self, piece: Math) -> str:
-        return unicode_maths(piece.tex)
+        return unicode_maths(self.comma_tex(piece.tex))
 
     def bold(self, text: str) -> str:
         """Bold cannot be shown: the text as it is."""
@@ -287,15 +317,18 @@ class ProseRenderer:
     source is loaded under a name made from its digest, so that the environment's bytecode
     cache keeps the compiled prose between runs as it keeps the templates."""
 
-    def __init__(self, printer: Printer, environment: jinja2.Environment):
-        self.printer = printer
+    def __init__(self, printer: Printer, environment: jinja2.Environment, translate=str,
+                 decimal: str = "."):
+        self.printer = printer.with_decimal(decimal)
         self.environment = environment
+        self.translate = translate  # the language's gettext: a source is its message id
         self._compiled: dict[str, jinja2.Template] = {}
         # the same sentences recur problem after problem: each is printed once
-        self._print = lru_cache(maxsize=8192)(printer.print)
+        self._print = lru_cache(maxsize=8192)(self.printer.print)
 
     def render(self, source: str, values: dict) -> str:
-        """The prose with its values in, not yet printed."""
+        """The prose, in the language, with its values in, not yet printed."""
+        source = self.translate(source)
         if "{" not in source:  # most prose is fixed words: no template to run
             return source
         if source not in self._compiled:

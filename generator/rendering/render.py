@@ -34,6 +34,7 @@ from generator.maths import insight, ops, steps
 from generator.maths.engine import Num
 from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
 from generator.rendering import formatting as fmt
+from generator.rendering.language import CATALOGUES, ENGLISH, Language, language_of
 from generator.rendering.paper import DocumentInfo, Paper, writing_lines
 from generator.rendering.prose import (
     PRINTERS,
@@ -67,8 +68,9 @@ def paper_documents(printer: str, questions: list[Paper], keys: list[Paper], inf
     typeset (a name in Greek or Chinese, a Σ in the title), it is rendered again for
     LuaLaTeX with the fonts its characters need (see ``typesetting``)."""
     latex = printer == "latex"
-    environment = (latex_environment if latex else markdown_environment)(info.decimals,
-                                                                         user_templates)
+    language = language_of(info.language, user_templates)
+    environment = (latex_environment if latex else markdown_environment)(
+        info.decimals, user_templates, language=language)
     write = _latex_document if latex else _markdown_document
     papers = {"questions": questions, "keys": keys}
     return [partial(write, environment, name, papers[printed], info, sink)
@@ -174,7 +176,8 @@ def ignored_overrides(folder: Path) -> list[str]:
     for name in mine:
         parts = name.split("/")
         looked_up = len(parts) == 3 and parts[1] in LOOKED_UP_BY_NAME and name.endswith(".j2")
-        if name in known or looked_up or prose_file_of(name) in TYPES or name in texts:
+        catalogue = len(parts) == 2 and parts[0] == CATALOGUES and name.endswith(".po")
+        if name in known or looked_up or catalogue or prose_file_of(name) in TYPES or name in texts:
             continue
         near = difflib.get_close_matches(name, known, n=1, cutoff=0.5) or [
             b for b in sorted(known) if b.endswith("/" + parts[-1])][:1]
@@ -184,16 +187,20 @@ def ignored_overrides(folder: Path) -> list[str]:
 
 
 def markdown_environment(decimals: int, user_templates: Path | None = None,
-                         autoescape: bool = False) -> jinja2.Environment:
-    """Plain-text numbers and matrices; with ``autoescape`` it also serves the HTML pages,
-    which show the Markdown key's working as it is."""
-    environment = make_environment(user_templates, autoescape=autoescape)
-    add_prose(environment, "markdown", decimals)
-    number = partial(fmt.decimal_text, decimals=decimals)
+                         autoescape: bool = False, language: Language = ENGLISH) -> jinja2.Environment:
+    """Plain-text numbers and matrices, with the language's decimal mark; with ``autoescape`` it
+    also serves the HTML pages, which show the Markdown key's working as it is."""
+    environment = make_environment(user_templates, language, autoescape=autoescape)
+    add_prose(environment, "markdown", decimals, language)
+    def decimal_text(num, decimals: int) -> str:
+        return language.number(fmt.decimal_text(num, decimals))
+
+    number = partial(decimal_text, decimals=decimals)
+    listed = language.list_separator.join
     environment.filters.update(
         num=number,
         paren=lambda n: fmt.parenthesized(number(n)),
-        vector=lambda nums: "[" + ", ".join(number(n) for n in nums) + "]",
+        vector=lambda nums: "[" + listed(number(n) for n in nums) + "]",
         matrix=lambda step: fmt.plain_matrix([[number(n) for n in row] for row in step.entries]),
         given_matrix=lambda step, spec: fmt.plain_matrix(
             [[str(n.exact) if (step.name, i, j) in spec.fractions else number(n)
@@ -204,20 +211,24 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
         entry_symbol=fmt.plain_entry_symbol,  # S[1,2]; S_1[1,2] for head 1
         literal=markdown_literal, code_span=markdown_code_span,  # a teacher's text, as typed
         **_relations(decimals, exact="=", rounded="≈"),
-        **_working_filters(decimals, fmt.decimal_text, lambda texts: "[" + ", ".join(texts) + "]"),
+        **_working_filters(decimals, decimal_text, lambda texts: "[" + listed(texts) + "]",
+                           summed=lambda nums, places: language.number(fmt.printed_sum(nums, places))),
     )
     return environment
 
 
-def latex_environment(decimals: int, user_templates: Path | None = None) -> jinja2.Environment:
+def latex_environment(decimals: int, user_templates: Path | None = None,
+                      language: Language = ENGLISH) -> jinja2.Environment:
     """The Jinja environment of the LaTeX templates: delimiters TeX never writes, untrusted values
-    escaped, and the filters that print numbers, matrices and working for LaTeX."""
+    escaped, and the filters that print numbers, matrices and working for LaTeX (whose maths
+    prints the language's decimal mark: the preamble makes a point in maths a comma)."""
     # Delimiters that TeX never writes: {{ }} and {# #} clash with TeX's braces and {#1}.
     environment = make_environment(
         user_templates, block_start_string="<%", block_end_string="%>",
         variable_start_string="<<", variable_end_string=">>",
-        comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted)
-    add_prose(environment, "latex", decimals)
+        comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted,
+        language=language)
+    add_prose(environment, "latex", decimals, language)
     def number(num) -> NoEscape:
         return NoEscape(fmt.latex_number(num, decimals))
 
@@ -252,7 +263,8 @@ DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{
 PROSE_VALUES = ("spec", "question", "problem", "part", "step", "choice", "info")
 
 
-def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> None:
+def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
+              language: Language = ENGLISH) -> None:
     """The globals that print prose (see ``prose``) in this environment's format:
     ``say(source)`` renders it with the template's values; ``kind_of(question)`` is the
     question's type, whose title, statement, prompts and keys are prose;
@@ -265,7 +277,8 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int) -> N
         if name not in renderers:
             prose_environment = Sandbox(loader=SourceLoader(), undefined=jinja2.StrictUndefined,
                                         autoescape=False, bytecode_cache=_bytecode_cache())
-            renderers[name] = ProseRenderer(PRINTERS[name], prose_environment)
+            renderers[name] = ProseRenderer(PRINTERS[name], prose_environment, language.gettext,
+                                            "." if name == "latex" else language.decimal)
             prose_environment.filters.update(_prose_filters(renderers[name], decimals))
             prose_environment.globals["zip"] = zip
         return renderers[name]
@@ -440,15 +453,21 @@ class QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
             pass
 
 
-def make_environment(user_templates: Path | None, **options) -> jinja2.Environment:
+def make_environment(user_templates: Path | None, language: Language = ENGLISH,
+                     **options) -> jinja2.Environment:
     """A sandboxed Jinja environment over the template folders (a teacher's first): undefined values
-    refused, and the globals and filters every format's templates share."""
+    refused, the language's sentences (``_("...")``, ``{% trans %}``), and the globals and filters
+    every format's templates share."""
+    options = {"autoescape": False, "extensions": ["jinja2.ext.i18n"], **options}
     environment = Sandbox(
         loader=CheckedLoader(template_folders(user_templates)),  # a bad file is one line
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(options),
         auto_reload=False,  # a template is read once a run: no stat of its file at every include
-        **{"autoescape": False, **options})
+        **options)
+    environment.install_gettext_translations(language.translations, newstyle=True)
+    environment.globals.update(lang=language.tag, decimal_mark=language.decimal,
+                               list_separator=language.list_separator)
     environment.globals["zip"] = zip
     environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
@@ -494,7 +513,8 @@ def _relations(decimals: int, exact: str, rounded: str) -> dict:
                 vrel=lambda nums: exact if all_exact(nums) else rounded)
 
 
-def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded="≈") -> dict:
+def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded="≈",
+                     summed=fmt.printed_sum) -> dict:
     """Filters for a step's working, whose operands are printed with the places that make each
     line check on a calculator: ``{% set places = line | places %}``, then
     ``x | num_at(places)``; a dot product with ``line | products(places, "·")``; an exponent
@@ -533,7 +553,7 @@ def _working_filters(decimals: int, number, vector, mark=str, exact="=", rounded
         products=products,
         vector_at=lambda nums, places: mark(vector([number(n, places) for n in nums])),
         rel_at=lambda n, places: exact if fmt.is_exact_at(n, places) else rounded,
-        printed_sum=lambda nums, places: mark(fmt.printed_sum(nums, places)))
+        printed_sum=lambda nums, places: mark(summed(nums, places)))
 
 
 def shell_command_latex(command: str) -> NoEscape:

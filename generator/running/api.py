@@ -32,6 +32,7 @@ from generator.kinds.questions import Question
 from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
 from generator.maths.spec import ProblemSpec
 from generator.rendering.formatting import table_places
+from generator.rendering.language import DEFAULT_TAG, language_of
 from generator.rendering.paper import DocumentInfo, header_fields
 from generator.rendering.render import ignored_overrides
 from generator.rendering.template_files import teacher_templates
@@ -83,6 +84,7 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
         folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
         # A problem set again prints as the marker's key: the record's header, decimals, table.
         options, recorded = settings_from_record(options)
+        language_of(options.lang or recorded.get("language", DEFAULT_TAG), options.templates)
         info_fields = {**recorded, **header_fields(options.config, options.header_texts())}
         roster = load_roster(options.students) if options.students else None
         plan = planned_problems(options, roster.students if roster else None)
@@ -171,7 +173,8 @@ def document_info(options: Options, plan: Planned, sets, recorded: dict,
     if "title" not in info_fields and (title := default_title([s for v in plan.specs.values() for s in v])):
         info_fields["title"] = title
     practice = bool(options.practice or options.problem and not options.record)  # a readable id
-    return DocumentInfo(**{"practice": practice, **info_fields,
+    language = options.lang or info_fields.get("language", DocumentInfo.language)
+    return DocumentInfo(**{"practice": practice, **info_fields, "language": language,
                            **exponent_table(options, sets, recorded)},
                         time_allowed=options.minutes or (exam.time_allowed if exam else 0),
                         seed=plan.seed if plan.drawn or exam else None, decimals=options.decimals,

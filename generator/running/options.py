@@ -67,6 +67,16 @@ def scale_value(text: str):
     return value
 
 
+LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
+
+
+def language_tag(text: str) -> str:
+    """--lang: a BCP 47 tag (en, de, zh-Hans); whether a catalogue has it is asked later."""
+    if not LANGUAGE_TAG.fullmatch(text):
+        raise UsageError(f"expected a language tag such as de or zh-Hans, got {text!r}")
+    return text
+
+
 def comma_list(allowed: Callable[[], tuple[str, ...]], what: str,
                instead: dict[str, str] | None = None) -> Callable[[str], tuple[str, ...]]:
     """A reader: 'a,b' -> ('a', 'b'), each one of ``allowed()`` (asked when read: a type or a
@@ -239,6 +249,9 @@ OPTIONS = (
            Path, "FILE", redraw=True),
     *(Option(name, f"--{name}", HEADER, f"the documents' {name}", str, "TEXT", redraw=True,
              header=True) for name in HEADER_FIELDS),
+    Option("lang", "--lang", WRITE, "the documents' language: en (the default), de, fr, es, "
+           "zh-Hans, or a teacher's catalogue (locales/CODE.po in the --templates folder)",
+           language_tag, "CODE", redraw=True),
     Option("templates", "--templates", WRITE, "a folder of templates searched before the "
            "built-in ones", Path, "DIR", redraw=True),
     Option("formats", "--format", WRITE, format_help,
@@ -303,6 +316,7 @@ class Options:
 
     # Presentation.
     decimals: int | None = None  # places shown (None: 4, or the record's)
+    lang: str | None = None  # the documents' language, a BCP 47 tag (None: en, or the record's)
     templates: Path | None = None  # a folder of templates searched before the built-in ones
     config: Path | None = None  # a TOML file of header texts
     title: str | None = None  # the header texts, each over the config's

@@ -1,0 +1,129 @@
+"""The documents' language: its sentences and its way of writing numbers.
+
+A language is one gettext catalogue, ``locales/<tag>.po`` in a template folder (a teacher's
+``--templates`` folder first, then the built-in one), named by its BCP 47 tag: ``de``,
+``zh-Hans``.  Its number conventions come from the Unicode CLDR through Babel, so that a
+teacher who adds ``locales/it.po`` gets Italian's decimal comma without saying so.
+
+Every sentence is written in English in the templates and the code, and translated as it
+is printed: ``_("...")`` in a template, a type's prose (itself a small template) by its whole
+source, the page's script through the messages it is given (``page_messages``).  English
+needs no catalogue: a message without a translation is printed as written.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from babel import Locale, UnknownLocaleError
+from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import PoFileError, read_po
+from babel.numbers import get_decimal_symbol
+from babel.support import Translations
+
+from generator.rendering.template_files import template_folders
+from generator.running.inputs import InputError
+
+DEFAULT_TAG = "en"
+CATALOGUES = "locales"  # the folder of a template folder that holds the catalogues
+PAGE = "page"  # the context (msgctxt) of the practice page script's messages
+TAG = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
+
+
+@dataclass(frozen=True)
+class Language:
+    """A document language: its tag, its decimal mark and its translations."""
+
+    tag: str = DEFAULT_TAG
+    decimal: str = "."
+    translations: Translations = field(default_factory=Translations, compare=False, repr=False)
+    page: dict = field(default_factory=dict, compare=False, repr=False)  # the script's messages
+
+    def gettext(self, message: str) -> str:
+        """The message in this language (as written where the catalogue has none)."""
+        return self.translations.gettext(message)
+
+    def ngettext(self, singular: str, plural: str, n: int) -> str:
+        """The singular or plural message for ``n``, by the language's plural rule."""
+        return self.translations.ngettext(singular, plural, n)
+
+    def number(self, text: str) -> str:
+        """A number written with this language's decimal mark: 0.25 as 0,25 in German."""
+        return text if self.decimal == "." else text.replace(".", self.decimal)
+
+    @property
+    def list_separator(self) -> str:
+        """What separates the numbers of a list: a semicolon where the comma is the decimal mark
+        (0,5; 0,25), as those languages write it."""
+        return "; " if self.decimal == "," else ", "
+
+    @property
+    def direction(self) -> str:
+        """The direction the language is written in: "rtl" or "ltr"."""
+        locale = _locale_or_none(self.tag)
+        return "rtl" if locale and locale.character_order == "right-to-left" else "ltr"
+
+
+ENGLISH = Language()
+
+
+def catalogue_path(tag: str, teacher: Path | None = None) -> Path | None:
+    """The first template folder's catalogue for ``tag`` (a teacher's first), or None."""
+    return next((path for folder in template_folders(teacher)
+                 if (path := folder / CATALOGUES / f"{tag}.po").is_file()), None)
+
+
+def shipped_languages(teacher: Path | None = None) -> list[str]:
+    """The tags of every catalogue the template folders hold, English among them."""
+    return sorted({DEFAULT_TAG} | {path.stem for folder in template_folders(teacher)
+                               for path in (folder / CATALOGUES).glob("*.po")})
+
+
+def language_of(tag: str, teacher: Path | None = None) -> Language:
+    """The language ``tag`` names, from its catalogue; bad input (one line) if there is none."""
+    path = catalogue_path(tag, teacher)
+    if tag == DEFAULT_TAG and path is None:
+        return ENGLISH
+    if not TAG.fullmatch(tag) or path is None:
+        raise InputError(f"--lang {tag}: no catalogue {CATALOGUES}/{tag}.po in the template folders "
+                         f"(languages: {', '.join(shipped_languages(teacher))}); a teacher adds one "
+                         f"as {CATALOGUES}/<tag>.po in a --templates folder (see the README)")
+    return _loaded(tag, path, path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _loaded(tag: str, path: Path, _modified: int) -> Language:
+    catalogue = read_catalogue(path, tag)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalogue)
+    buffer.seek(0)
+    page = {message.id: message.string for message in catalogue
+            if message.context == PAGE and message.id and message.string}
+    return Language(tag, decimal_mark(tag), Translations(buffer), page)
+
+
+def read_catalogue(path: Path, tag: str) -> Catalog:
+    """A catalogue read, or a one-line error naming its file and what is wrong."""
+    try:
+        with path.open("rb") as file:
+            return read_po(file, locale=_locale_or_none(tag), abort_invalid=True)
+    except (PoFileError, UnicodeDecodeError, ValueError) as error:
+        raise InputError(f"{path}: not a gettext catalogue ({error})") from error
+
+
+def _locale_or_none(tag: str) -> Locale | None:
+    try:
+        return Locale.parse(tag, sep="-")
+    except (UnknownLocaleError, ValueError):
+        return None
+
+
+def decimal_mark(tag: str) -> str:
+    """The language's decimal mark by the CLDR ("," in German); "." for a tag CLDR does not know."""
+    locale = _locale_or_none(tag)
+    return get_decimal_symbol(locale) if locale else "."
