@@ -96,3 +96,54 @@ def test_no_english_is_left_in_a_document_in_another_language(pseudo_set):
             left[path.relative_to(pseudo_set).as_posix()] = sorted(set(words))[:40]
     assert not left, "English left untranslated: " + "; ".join(f"{k}: {' '.join(v)}"
                                                              for k, v in left.items())
+
+
+def test_an_unknown_language_is_one_line_and_exit_2(tmp_path, run_cli):
+    code, _, err = run_cli("--count", 1, "--lang", "xx", "--out", tmp_path / "o")
+    assert code == 2
+    assert err.count("\n") == 1 and "locales/xx.po" in err and "de" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_teachers_catalogue_adds_a_language_with_its_own_decimal_mark(tmp_path, run_cli):
+    """Italian is no shipped language: one catalogue in a template folder adds it, and the CLDR
+    gives its decimal comma."""
+    folder = tmp_path / "mine" / "locales"
+    folder.mkdir(parents=True)
+    (folder / "it.po").write_text('msgid ""\nmsgstr ""\n"Language: it\\n"\n'
+                                  '"Content-Type: text/plain; charset=UTF-8\\n"\n', encoding="utf-8")
+    code, _, err = run_cli("--count", 1, "--seed", 3, "--lang", "it", "--templates", tmp_path / "mine",
+                           "--format", "md", "--out", tmp_path / "o")
+    assert code == 0, err
+    assert "is ignored" not in err
+    key = (tmp_path / "o" / "answers.md").read_text(encoding="utf-8")
+    assert re.search(r"\d,\d{4}", key) and not re.search(r"≈ -?\d+\.\d", key)
+
+
+DECIMAL = re.compile(r"(?<![\w.,])-?\d+[.,]\d+(?![\w])")
+
+
+@pytest.mark.parametrize("tag, mark", [("de", ","), ("fr", ","), ("es", ","), ("zh-Hans", "."),
+                                       ("en", ".")])
+def test_numbers_on_paper_take_the_languages_decimal_mark(tmp_path, run_cli, tag, mark):
+    code, _, err = run_cli("--count", 2, "--seed", 3, "--lang", tag, "--format", "md",
+                           "--out", tmp_path / "o")
+    assert code == 0, err
+    key = (tmp_path / "o" / "answers.md").read_text(encoding="utf-8")
+    working = "\n".join(line for line in key.splitlines() if "≈" in line and line.startswith("-"))
+    numbers = DECIMAL.findall(working)
+    assert numbers and all(mark in n for n in numbers), numbers[:10]
+    latex = (tmp_path / "o" / "answers.tex").read_text(encoding="utf-8")
+    assert ('\\mathcode`\\.="013B' in latex) == (mark == ",")
+
+
+@pytest.mark.tex
+def test_a_german_key_prints_decimal_commas(tmp_path, run_cli):
+    import shutil
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is installed by scripts/test.sh")
+    code, _, err = run_cli("--count", 1, "--seed", 3, "--lang", "de", "--pdf", "--out", tmp_path / "o")
+    assert code == 0, err
+    text = subprocess.run(["pdftotext", tmp_path / "o" / "answers.pdf", "-"], capture_output=True,
+                          text=True, check=True).stdout
+    assert re.search(r"0,\d{4}", text) and not re.search(r"\b0\.\d{4}", text)
