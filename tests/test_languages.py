@@ -147,3 +147,16 @@ def test_a_german_key_prints_decimal_commas(tmp_path, run_cli):
     text = subprocess.run(["pdftotext", tmp_path / "o" / "answers.pdf", "-"], capture_output=True,
                           text=True, check=True).stdout
     assert re.search(r"0,\d{4}", text) and not re.search(r"\b0\.\d{4}", text)
+
+
+def test_a_problem_set_again_prints_in_its_papers_language(tmp_path, run_cli):
+    """The record keeps the language: the marker's key, printed again, is the paper's."""
+    assert run_cli("--count", 2, "--seed", 3, "--lang", "de", "--out", tmp_path / "exam")[0] == 0
+    record = tmp_path / "exam" / "problems.json"
+    code, _, err = run_cli("--record", record, "--format", "md", "--out", tmp_path / "again")
+    assert code == 0, err
+    key = (tmp_path / "again" / "answers.md").read_text(encoding="utf-8")
+    assert re.search(r"≈ \[?0,\d{4}", key), key[:400]
+    code, _, err = run_cli("--record", record, "--lang", "en", "--format", "md", "--out", tmp_path / "en")
+    assert code == 0, err
+    assert re.search(r"≈ \[?0\.\d{4}", (tmp_path / "en" / "answers.md").read_text(encoding="utf-8"))
