@@ -99,7 +99,8 @@ def _read_rows(text: str, path: Path) -> list[tuple[int, list[str]]]:
     rows, line = [], 1
     try:
         for row in reader:
-            rows.append((line, row))
+            if any(cell.strip() for cell in row):  # a blank row (or one of bare commas) is no one
+                rows.append((line, row))
             line = reader.line_num + 1
             if len(rows) > MAX_STUDENTS + 2:
                 raise SpecError(f"{path}: more than {MAX_STUDENTS} students; at most {MAX_STUDENTS}")
