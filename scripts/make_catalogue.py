@@ -75,7 +75,8 @@ def prose_messages():
 def worded(prose: str) -> bool:
     """Whether prose holds words to translate (not just maths or a placeholder such as GIVEN)."""
     text = "".join(ch for ch in strip_markup(prose) if ch.isalpha())
-    return len(text) > 1 and not prose.isupper()
+    marker = prose.startswith("@") and prose[1:].isalpha()  # @given, @shown: where matrices go
+    return len(text) > 1 and not prose.isupper() and not marker
 
 
 def strip_markup(prose: str) -> str:
