@@ -4,6 +4,7 @@ refused in one line, or taken as meant; nothing outside --out is touched."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import signal
@@ -18,7 +19,9 @@ from conftest import folder_files
 
 from generator.cli import main
 from generator.pdf.pdfcut import cut_papers
+from generator.running import progress
 from generator.running.helpers import HelperDied
+from generator.running.options import Options, UsageError
 from generator.running.roster import load_roster
 from generator.running.scheduler import FORK_FROM
 
@@ -38,6 +41,8 @@ def child_pids(pid: int) -> list[int]:
     """The processes ``pid`` started, and theirs, read from /proc as ``ps --ppid`` does."""
     parents = {}
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
             stat = (entry / "stat").read_text()
         except (OSError, ValueError):
@@ -168,3 +173,54 @@ def test_a_helpers_death_is_exit_1_with_its_line_and_a_stop_is_still_a_stop(monk
     finally:
         cli.STOP_REQUESTED.clear()
     assert capsys.readouterr().err == "gen-problems: interrupted; the output folder is as it was\n"
+
+
+# -- a long run on a pipe says how far it is; a quick one says nothing more ---------------------
+
+PROGRESS_LINE = re.compile(r"gen-problems: (solving|writing|saving), \d+% done after \d+ s")
+
+
+def gen(*args) -> subprocess.CompletedProcess:
+    """gen-problems in a process of its own, its stderr a pipe (a scheduler's, CI's log)."""
+    return subprocess.run([sys.executable, "-m", "generator.cli", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_a_run_on_a_pipe_says_how_far_it_is_every_so_often_and_a_quick_one_says_nothing(tmp_path):
+    told = gen("--count", 6, "--format", "html,moodle", "--progress", "0.05", "--out", tmp_path / "a")
+    lines = told.stderr.splitlines()
+    assert told.returncode == 0 and lines[-1].startswith("wrote 6 problems"), told.stderr
+    assert len(lines) >= 3 and all(PROGRESS_LINE.fullmatch(line) for line in lines[:-1]), told.stderr
+    quick = gen("--count", 6, "--format", "html,moodle", "--out", tmp_path / "b")
+    assert quick.returncode == 0 and quick.stderr.splitlines()[0].startswith("wrote 6 problems")
+
+
+def test_progress_0_says_nothing_even_of_a_long_run(tmp_path, run_cli, monkeypatch):
+    monkeypatch.setattr(progress, "LOG_EVERY", 0.01)  # every run is long now
+    code, _, err = run_cli("--count", 3, "--format", "html", "--progress", "0", "--out", tmp_path)
+    assert code == 0 and err.startswith("wrote 3 problems"), err
+    code, _, err = run_cli("--count", 3, "--format", "html", "--out", tmp_path)
+    assert code == 0 and PROGRESS_LINE.fullmatch(err.splitlines()[0]), err
+
+
+def test_progress_on_a_terminal_is_the_plain_line_instead_of_the_bar(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with progress.RunProgress(3, 1, False, every=0.01) as shown:
+        shown.solved()
+        time.sleep(0.1)
+    assert shown.bar is None
+    lines = sys.stderr.getvalue().splitlines()
+    assert lines and all(PROGRESS_LINE.fullmatch(line) for line in lines), lines
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_progress_takes_seconds_0_or_more(value, run_cli, tmp_path):
+    code, _, err = run_cli("--count", 1, "--progress", value, "--out", tmp_path)
+    assert code == 2 and err.startswith("gen-problems: error: argument --progress: "), err
+    with pytest.raises(UsageError, match="argument --progress: "):
+        Options(progress=float(value) if value != "soon" else -5).checked()
