@@ -76,7 +76,7 @@ class Forked:
 
 def compute_in_child(work: Callable[[], object], helper: str) -> Forked | None:
     """Start a child computing ``work()``, whose result ``Forked.result()`` returns; None where
-    fork is not available.  ``helper`` names it (``the writer of moodle``) should it die."""
+    fork is not available.  ``helper`` names it (``the forked writer of the moodle files``) should it die."""
     if not hasattr(os, "fork"):
         return None
     return _start_fork(lambda pipe: _report(work, pipe), helper)
