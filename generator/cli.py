@@ -4,8 +4,9 @@ The run itself is the library's (``api.generate``): specs -> solve + cross-check
 -> write, the whole set replacing the earlier one at once.  This module turns the flags into
 ``Options`` (each flag declared once, in ``options.OPTIONS``), prints what the run made and
 its notes, and turns every failure into one line: exit 2 for bad input (and for an installed
-plugin that fails to load, ``plugins``), 1 when the outputs cannot be made or written, 130 for
-Ctrl-C or SIGTERM; the earlier set is left as it was.
+plugin that fails to load, ``plugins``), 1 when the outputs cannot be made or written or a
+helper process of the run dies (``helpers``), 130 for Ctrl-C or SIGTERM; the earlier set is
+left as it was.  141 only for a standard output closed once the set is written.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from generator.maths.spec import SpecError
 from generator.pdf.build import SplitError, TexMissing
 from generator.rendering.teacher_text import one_line
 from generator.running.api import Result, generate
-from generator.running.forked import WorkerDied
+from generator.running.helpers import HelperDied
 from generator.running.inputs import InputError
 from generator.running.options import OPTIONS, SECTIONS, Option, Options, UsageError
 from generator.running.output import COMMITTING, OutputError, OutputRefused, describe
@@ -84,26 +85,29 @@ def parse_options(argv: list[str] | None = None) -> Options:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line, gen-problems, as an exit code: 0 written; 2 a usage, spec or template
-    error, said in one line; 1 a failure of the run (the output folder, TeX, a cross-check); 130
-    interrupted; 141 a closed pipe."""
+    error, said in one line; 1 a failure of the run (the output folder, TeX, a cross-check, a
+    helper process that died); 130 interrupted; 141 standard output closed (--format json |
+    head), the files written."""
     try:
         with _stops_as_interrupts():
             return run(parse_options(argv))
     except KeyboardInterrupt:
-        print("gen-problems: interrupted; " + ("the new set had been written in full"
-                                               if LANDED.is_set() else
-                                               "the output folder is as it was"), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return main_interrupted()
     except (UsageError, SpecError, InputError, TexMissing, OutputRefused, PluginError) as error:
         print(f"gen-problems: error: {one_line(error)}", file=sys.stderr)
         return 2
     except jinja2.TemplateError as error:  # a teacher's --templates with a mistake in it
         print(f"gen-problems: error: {one_line(template_error(error))}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # --format json | head: the files are written; stop quietly
+    except StdoutClosed:  # --format json | head: the files are written; stop quietly
         sys.stdout = None
         return EXIT_BROKEN_PIPE
-    except (OutputError, SplitError, CrossCheckError, WorkerDied) as error:
+    except HelperDied as error:  # a Ctrl-C reaches TeX and the cutters too: the stop is said
+        if STOP_REQUESTED.is_set():
+            return main_interrupted()
+        print(f"gen-problems: {one_line(error)}", file=sys.stderr)
+        return 1
+    except (OutputError, SplitError, CrossCheckError) as error:
         print(f"gen-problems: {one_line(error)}", file=sys.stderr)
         return 1
     except OSError as error:  # reading a template, a full disk: say which file and why
@@ -111,11 +115,27 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def main_interrupted() -> int:
+    """Ctrl-C or SIGTERM: one line, whether the new set had landed, and exit 130."""
+    print("gen-problems: interrupted; " + ("the new set had been written in full"
+                                           if LANDED.is_set() else
+                                           "the output folder is as it was"), file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+class StdoutClosed(Exception):
+    """The reader of standard output has gone (``| head``) after the set was written; any
+    other closed pipe is a helper's (a TeX run's, a cutter's) and is not this."""
+
+
 def run(options: Options) -> int:
     """Generate the set the options ask for, print what --format asks to the terminal, then the
     notes and a summary line on stderr."""
     result = generate(options, before_commit=_unless_stopped, after_commit=_landed)
-    print_to_terminal(result.printed)
+    try:
+        print_to_terminal(result.printed)
+    except BrokenPipeError:
+        raise StdoutClosed from None
     for note in result.notes:
         print(f"gen-problems: note: {note}", file=sys.stderr)
     print(summary(result), file=sys.stderr)

@@ -130,7 +130,7 @@ def test_a_large_set_solved_on_two_processes_gives_the_same_files(run_cli, tmp_p
     args = ("--count", 14, "--versions", 2, "--seed", 6, "--difficulty", "hard", "--format", "moodle")
     started = []
     compute = forked.compute_in_child
-    monkeypatch.setattr(forked, "compute_in_child", lambda work: started.append(compute(work)) or started[-1])
+    monkeypatch.setattr(forked, "compute_in_child", lambda *work: started.append(compute(*work)) or started[-1])
     monkeypatch.setattr(scheduler, "SOLVE_APART_FROM", 10)
     assert run_cli(*args, "--out", tmp_path / "apart")[0] == 0
     assert started and started[0] is not None  # a child did solve part of the set

@@ -47,7 +47,7 @@ def counted(monkeypatch):
 
     monkeypatch.setattr(pipeline, "solve_checked", counting_solve)
     monkeypatch.setattr(lockstep.Versions, "questions", counting_questions)
-    monkeypatch.setattr(lockstep, "stream_from_child", lambda results: None)  # count here
+    monkeypatch.setattr(lockstep, "stream_from_child", lambda *results: None)  # count here
     return solved, held
 
 
@@ -104,7 +104,7 @@ def test_a_failure_in_one_version_stops_every_document_and_changes_nothing(tmp_p
 
 
 def test_a_version_read_again_after_it_was_let_go_is_solved_again_the_same(monkeypatch):
-    monkeypatch.setattr(lockstep, "stream_from_child", lambda results: None)
+    monkeypatch.setattr(lockstep, "stream_from_child", lambda *results: None)
     specs = {version: [version * 10, version * 10 + 1] for version in range(1, 9)}
     sets = (versions := lockstep.Versions(specs, lambda spec: ("solved", spec))).sets()
     read = [list(sets[version]) for version in specs]
@@ -116,6 +116,6 @@ def test_a_version_read_again_after_it_was_let_go_is_solved_again_the_same(monke
 def test_a_class_in_step_on_one_core_writes_the_same_files(tmp_path, run_cli, roster, monkeypatch):
     args = ("--count", COUNT, "--students", roster, "--seed", 8, "--format", "html")
     assert run_cli(*args, "--out", tmp_path / "two")[0] == 0
-    monkeypatch.setattr(lockstep, "stream_from_child", lambda results: None)  # no child
+    monkeypatch.setattr(lockstep, "stream_from_child", lambda *results: None)  # no child
     assert run_cli(*args, "--out", tmp_path / "one")[0] == 0
     assert folder_files(tmp_path / "one") == folder_files(tmp_path / "two")

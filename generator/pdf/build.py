@@ -31,6 +31,7 @@ from generator.pdf.texrun import (
     Compiled,
     TexError,
     raise_if_disk_full,
+    raise_if_killed,
     read_compiled,
     run_tex,
     start_tex,
@@ -292,6 +293,7 @@ class TexStream:
         finally:
             stop_tex(process)
             tex.unlink(missing_ok=True)
+        raise_if_killed("pdflatex", self.name, process)  # else a failure is compiled again
         if isinstance(self.source, Path):
             shutil.copyfile(self.source, tex)
         else:

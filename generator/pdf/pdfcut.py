@@ -26,6 +26,7 @@ from pathlib import Path
 if __package__:
     from generator.pdf.cff import type1c
     from generator.pdf.type1 import STRING_ESCAPE, builtin_encoding, escaped, parse_program
+    from generator.running.helpers import HelperDied, ended
 else:  # a worker runs this file by path (python -P): its folder is looked in last
     sys.path.append(str(Path(__file__).parent))
     from cff import type1c
@@ -55,13 +56,18 @@ def cut_papers(pdf: Path, starts: list[int], names: list[str], folder: Path,
                    "names": names[first:first + share], "folder": str(folder)}
         worker = subprocess.Popen([sys.executable, "-P", __file__], stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        with worker.stdin:  # every worker has its request before any is waited for
-            worker.stdin.write(json.dumps(request).encode())
         running.append(worker)
+        try:  # every worker has its request before any is waited for
+            with worker.stdin:
+                worker.stdin.write(json.dumps(request).encode())
+        except BrokenPipeError:  # it died before it read it: said below, as it ended
+            pass
     failures = [_wait_for(worker) for worker in running]
     for worker, message in zip(running, failures):
-        if worker.returncode != 0:
-            last = (message.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        last = (message.decode(errors="replace").strip().splitlines() or [""])[-1]
+        if worker.returncode < 0 or worker.returncode and not last:  # killed, or died unheard
+            raise HelperDied(f"the paper cutter of {pdf.name}", worker.pid, ended(worker.returncode))
+        if worker.returncode != 0:  # its own error (a full disk): its last line says which
             raise OSError(f"cutting {pdf.name} into papers failed: {last}")
     return {name: folder / Path(name).name for name in names}
 

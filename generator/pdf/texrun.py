@@ -24,6 +24,7 @@ from pathlib import Path
 
 from generator.pdf.texconfine import CONFINE_LUA, engine_options
 from generator.pdf.texjail import jailed
+from generator.running.helpers import HelperDied, ended
 from generator.running.private import cache_home
 
 TEX_TIMEOUT_SECONDS = 300
@@ -91,10 +92,18 @@ def _run_once(engine: str, folder: Path, name: str, fmt: Path | None,
             code = process.wait(timeout=TEX_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             raise TexError(name, f"  it took over {TEX_TIMEOUT_SECONDS} s", folder, engine) from None
+    raise_if_killed(engine, name, process)
     if code != 0 or not tex.with_suffix(".pdf").exists():
         raise_if_disk_full(tex)
         raise TexError(name, log_errors(tex.with_suffix(".log")), folder, engine)
     return read_compiled(tex)
+
+
+def raise_if_killed(engine: str, name: str, process: subprocess.Popen) -> None:
+    """``HelperDied`` for a TeX run killed by a signal (kill -9, out of memory): not TeX's
+    error, so neither compiled again nor blamed on the document."""
+    if process.returncode is not None and process.returncode < 0:
+        raise HelperDied(f"{engine} typesetting {name}", process.pid, ended(process.returncode))
 
 
 def raise_if_disk_full(tex: Path) -> None:

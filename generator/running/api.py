@@ -93,7 +93,7 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
         specs, students = plan.specs, plan.students
         mode = choose_mode(options, specs, students, bool(plan.exam and students), info_fields)
         with (RunProgress(sum(map(len, specs.values())), len(chosen(options.formats)),
-                          options.pdf) as progress,
+                          options.pdf, every=options.progress) as progress,
               Scheduler(options, folder, progress, mode) as run):  # how the work is done
             sets = run.solve(specs)
             notes += format_notes(options, len(sets))

@@ -7,7 +7,8 @@ the same files.  It hands back its result, or the exception that stopped it, thr
 pipe (``compute_in_child``), or a stream of results, each as soon as it is made
 (``stream_from_child``); the parent raises that exception as its own.  sympy's
 expressions cross the pipe as they are, not rebuilt and simplified again, which would
-cost as much as solving them.  A child that dies without a word is ``WorkerDied``.
+cost as much as solving them.  A child that dies without a word (killed, out of memory) is
+``helpers.HelperDied``, named as the caller named it.
 """
 
 from __future__ import annotations
@@ -25,28 +26,7 @@ from typing import Callable, Iterable
 from sympy import Add, Mul, Pow, Rational, exp
 
 from generator.maths.exact import exp_as_written
-
-
-class WorkerDied(Exception):
-    """A forked process ended without handing back its work (killed, out of memory): the
-    run stops before anything is written; the message is one line."""
-
-
-def _died(status: int | None) -> WorkerDied:
-    return WorkerDied(f"a worker process of the run died ({_how_it_ended(status)}); "
-                      f"the output folder is as it was")
-
-
-def _how_it_ended(status: int | None) -> str:
-    if status is not None and os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            return f"killed by {signal.Signals(number).name}"
-        except ValueError:
-            return f"killed by signal {number}"
-    if status is not None and os.WIFEXITED(status):
-        return f"exit status {os.WEXITSTATUS(status)}"
-    return "it ended unexpectedly"
+from generator.running.helpers import HelperDied, ended_with_status
 
 
 @dataclass
@@ -55,6 +35,7 @@ class Forked:
 
     pid: int
     pipe: int
+    helper: str = "a forked worker"  # what it does, as the line that says it died names it
 
     def result(self):
         """The child's result, once it has ended; what stopped it is raised here."""
@@ -65,7 +46,7 @@ class Forked:
         try:
             outcome = pickle.loads(b"".join(chunks))
         except Exception:  # cut short (it died while writing) or nothing at all
-            raise _died(status) from None
+            raise self._died(status) from None
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
@@ -79,6 +60,9 @@ class Forked:
             os.kill(self.pid, signal.SIGKILL)
         return self._reap()
 
+    def _died(self, status: int | None) -> HelperDied:
+        return HelperDied(self.helper, self.pid, ended_with_status(status))
+
     def _reap(self) -> int | None:
         """The pipe closed and the child waited for, once (a descriptor closed twice may be
         another file's by then); how the child ended."""
@@ -90,12 +74,12 @@ class Forked:
             return None
 
 
-def compute_in_child(work: Callable[[], object]) -> Forked | None:
+def compute_in_child(work: Callable[[], object], helper: str) -> Forked | None:
     """Start a child computing ``work()``, whose result ``Forked.result()`` returns; None where
-    fork is not available."""
+    fork is not available.  ``helper`` names it (``the forked writer of the moodle files``) should it die."""
     if not hasattr(os, "fork"):
         return None
-    return _start_fork(lambda pipe: _report(work, pipe))
+    return _start_fork(lambda pipe: _report(work, pipe), helper)
 
 
 class Streamed(Forked):
@@ -124,16 +108,16 @@ class Streamed(Forked):
         return b"".join(chunks)
 
     def _raise_died(self):
-        raise _died(self.stop())
+        raise self._died(self.stop())
 
 
-def stream_from_child(results: Callable[[], Iterable]) -> Streamed | None:
+def stream_from_child(results: Callable[[], Iterable], helper: str) -> Streamed | None:
     """Start a child making ``results()`` and sending each as it comes (``Streamed.next``),
     ahead of the run by as much as a pipe holds; None where fork is not available."""
     if not hasattr(os, "fork"):
         return None
-    forked = _start_fork(lambda pipe: _send_each(results, pipe))
-    return Streamed(forked.pid, forked.pipe)
+    forked = _start_fork(lambda pipe: _send_each(results, pipe), helper)
+    return Streamed(forked.pid, forked.pipe, helper)
 
 
 def _send_each(results: Callable[[], Iterable], pipe: int) -> int:
@@ -162,13 +146,13 @@ def _widen_pipe(pipe: int) -> None:
         fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, 1 << 20)
 
 
-def _start_fork(child: Callable[[int], int]) -> Forked:
+def _start_fork(child: Callable[[int], int], helper: str) -> Forked:
     read, write = os.pipe()
     _widen_pipe(write)
     pid = os.fork()
     if pid:
         os.close(write)
-        return Forked(pid, read)
+        return Forked(pid, read, helper)
     try:  # the child, from here on: whatever happens, it ends here and never returns
         os.close(read)
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: the parent reports it, not this

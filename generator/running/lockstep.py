@@ -49,7 +49,8 @@ class Versions:
         self.changed = threading.Condition()
         self.stopped: BaseException | None = None
         self.arrived = 0  # versions solved so far, in order
-        self.child = stream_from_child(self._ahead) if ahead else None  # a child solving ahead
+        self.child = (stream_from_child(self._ahead, "the forked solver of the class's versions")
+                      if ahead else None)  # a child solving ahead
 
     def sets(self) -> dict[int, "Solved"]:
         """Each version's questions, as the documents read them (solved when first read)."""

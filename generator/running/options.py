@@ -17,6 +17,7 @@ command (``pipeline.draw_command``) all read this one table.  A bad value or a c
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -64,6 +65,14 @@ def scale_value(text: str):
         raise UsageError(str(error)) from None
     if not value.is_positive:
         raise UsageError(f"must be positive, got {text!r}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """--progress: a number of seconds, 0 or more (5, 0.5)."""
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"expected a number of seconds, 0 or more, got {text!r}")
     return value
 
 
@@ -263,6 +272,9 @@ OPTIONS = (
            "the PDFs compiled once the documents are written (the same files, later); N: at "
            "most N TeX runs, paper cutters and forked writers at once; default: as the cores "
            "allow", int, "N", bounds=(1, MAX_JOBS)),
+    Option("progress", "--progress", RUN, "a plain line on stderr every S seconds saying how "
+           "far the run is (on a terminal too, instead of the bar); 0: none; default: a bar on "
+           "a terminal, elsewhere a line every 10 s once a run takes that long", seconds, "S"),
 )
 DECLARED = {option.name: option for option in OPTIONS}
 
@@ -330,6 +342,7 @@ class Options:
     formats: tuple[str, ...] = ()  # md, json, html, moodle, qti (the .tex and JSON always)
     pdf: bool = False  # also compile the PDFs (needs pdflatex)
     jobs: int | None = None  # 1: one thing after another; N: at most N workers of a kind
+    progress: float | None = None  # seconds between progress lines; 0: none (None: see ``progress``)
 
     def __post_init__(self):
         for option in OPTIONS:
@@ -364,6 +377,8 @@ class Options:
             self._check_problem(self.problem)
         self._check_length()
         self._check_values()
+        if self.progress is not None:  # a Python value, as the flag would read it
+            DECLARED["progress"].parsed(str(self.progress))
         if self.templates:
             check_folder(self.templates, "--templates")
         if self.pdf:

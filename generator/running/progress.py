@@ -5,8 +5,9 @@ On a terminal the bar (tqdm's) appears once a run has taken a second; elsewhere 
 as ``gen-problems: writing, 40% done after 20 s`` comes every ``LOG_EVERY`` seconds, so a
 scheduler's log of a large set shows it is moving (a thread says it, so a long stretch
 of writing one document, which counts nothing, is not silent), and short runs print
-nothing.  A run's work is counted in problems: each is solved, then written in each
-format; TeX's documents count as the problems they hold.
+nothing.  ``--progress S`` says such a line every S seconds, on a terminal too; 0, nothing.
+A run's work is counted in problems: each is solved, then written in each format; TeX's
+documents count as the problems they hold.
 The estimate of the time left is tqdm's, from the rate so far.
 """
 
@@ -27,7 +28,7 @@ os.register_at_fork(before=SAYING.acquire, after_in_parent=SAYING.release,
 class RunProgress:
     """The run's progress, counted in problems: a bar on a terminal, else a line now and then."""
 
-    def __init__(self, problems: int, formats: int, pdf: bool):
+    def __init__(self, problems: int, formats: int, pdf: bool, every: float | None = None):
         self.problems = problems
         self.total = problems * (1 + formats + (2 if pdf else 0))
         self.done = 0
@@ -35,7 +36,10 @@ class RunProgress:
         self.started = time.monotonic()
         self.bar = self.beat = None
         self.ended = threading.Event()
-        if not sys.stderr.isatty():
+        self.every = LOG_EVERY if every is None else every
+        if self.every <= 0:  # --progress 0: nothing said
+            return
+        if every is not None or not sys.stderr.isatty():
             self.beat = threading.Thread(target=self._say_now_and_then, name="progress", daemon=True)
             self.beat.start()
         else:
@@ -81,7 +85,7 @@ class RunProgress:
             self.bar.update(steps)
 
     def _say_now_and_then(self) -> None:
-        while not self.ended.wait(LOG_EVERY):
+        while not self.ended.wait(self.every):
             done = int(100 * self.done // max(self.total, 1))
             with SAYING:
                 print(f"gen-problems: {self.stage_name}, {done}% done after "

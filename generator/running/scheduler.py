@@ -44,6 +44,7 @@ from generator.pdf.typesetting import pdflatex_lacks
 from generator.rendering.paper import DocumentInfo, Paper, answer_keys, lay_out, question_papers
 from generator.rendering.render import every_file
 from generator.running import forked, pipeline
+from generator.running.helpers import HelperDied
 from generator.running.lockstep import WINDOW, LaidOut, Versions, in_step
 from generator.running.options import Options
 from generator.running.output import OutputError, OutputFolder, describe
@@ -113,7 +114,9 @@ class Scheduler:
             self.warm = WarmTex(self.folder.workspace("tex"))
         return self
 
-    def __exit__(self, *exception) -> None:
+    def __exit__(self, kind, error, trace) -> None:
+        if isinstance(error, HelperDied):  # its line says which folder is as it was
+            error.out = self.folder.path
         if self.versions is not None:
             self.versions.close()  # a child solving ahead, if any, stops
         if self.warm is not None:
@@ -137,7 +140,8 @@ class Scheduler:
         if self.mode.solve_apart:
             share = int(sum(map(len, specs.values())) * CHILD_SHARE)
             child = forked.compute_in_child(lambda: [pipeline.solve_checked(spec) for spec
-                                                     in pipeline.first_specs(specs, share)])
+                                                     in pipeline.first_specs(specs, share)],
+                                            "the forked solver of the set's first part")
         if child is None:
             return [self._solve(spec) for spec in _flat(specs)]
         try:
@@ -249,7 +253,8 @@ class Scheduler:
 
     @staticmethod
     def _start_writing(driver: Driver, rendering: Rendering) -> forked.Forked | None:
-        return forked.compute_in_child(lambda: every_file(driver.jobs(rendering)))
+        return forked.compute_in_child(lambda: every_file(driver.jobs(rendering)),
+                                       f"the forked writer of the {driver.name} files")
 
     def _run(self, job, share: float) -> dict:
         """A job's files, once TeX reading any of them has been handed the whole source."""
