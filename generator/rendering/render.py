@@ -34,10 +34,11 @@ from generator.maths import insight, ops, steps
 from generator.maths.engine import Num
 from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
 from generator.rendering import formatting as fmt
-from generator.rendering.language import CATALOGUES, ENGLISH, Language, language_of
-from generator.rendering.paper import DocumentInfo, Paper, writing_lines
+from generator.rendering.language import CATALOGUES, ENGLISH, Language, language_of, placed
+from generator.rendering.paper import DocumentInfo, Paper, header_text, writing_lines
 from generator.rendering.prose import (
     PRINTERS,
+    LatexPrinter,
     ProseRenderer,
     SourceLoader,
     TypeProse,
@@ -192,6 +193,11 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
     also serves the HTML pages, which show the Markdown key's working as it is."""
     environment = make_environment(user_templates, language, autoescape=autoescape)
     add_prose(environment, "markdown", decimals, language)
+    if autoescape:  # the page's working: words and values escaped for HTML
+        install_messages(environment, language, lambda text: str(Markup.escape(text)),
+                         lambda value: str(Markup.escape(value)), Markup)
+    else:
+        install_messages(environment, language)
     def decimal_text(num, decimals: int) -> str:
         return language.number(fmt.decimal_text(num, decimals))
 
@@ -229,6 +235,7 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
         comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted,
         language=language)
     add_prose(environment, "latex", decimals, language)
+    install_messages(environment, language, MESSAGE_PRINTER.print, _escape_untrusted, NoEscape)
     def number(num) -> NoEscape:
         return NoEscape(fmt.latex_number(num, decimals))
 
@@ -253,6 +260,39 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
                            rounded=NoEscape(r"\approx")),
     )
     return environment
+
+
+class MessagePrinter(LatexPrinter):
+    """Prints a template's sentence for LaTeX as prose is printed (words escaped, ``$maths$``
+    kept, ``**bold**``), a hyphen as written (TeX sets it alike: the English documents keep
+    their bytes) and a no-break space as ``~``."""
+
+    def _print_Text(self, piece) -> str:
+        return super()._print_Text(piece).replace("{-}", "-")
+
+
+MESSAGE_PRINTER = MessagePrinter()
+
+
+def install_messages(environment: jinja2.Environment, language: Language, print_words=str,
+                     print_value=str, mark=str) -> None:
+    """The templates' ``_``, ``gettext`` and ``ngettext`` (newstyle: ``%(name)s`` placeholders,
+    ``%(num)s`` the count): the message in the language, its words printed by ``print_words``
+    and each value by ``print_value``, a number in text with the language's decimal mark
+    (2,5 marks)."""
+    def value_text(value):
+        if type(value) is float:
+            value = language.number(f"{value:g}")
+        return print_value(value)
+
+    def gettext(message: str, **values):
+        return mark(placed(language.gettext(message), values, print_words, value_text))
+
+    def ngettext(singular: str, plural: str, n, **values):
+        return mark(placed(language.ngettext(singular, plural, n), {"num": n, **values},
+                           print_words, value_text))
+
+    environment.globals.update(_=gettext, gettext=gettext, ngettext=ngettext)
 
 
 DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{ ', ' if not loop.last }}"
@@ -281,6 +321,9 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
                                             "." if name == "latex" else language.decimal)
             prose_environment.filters.update(_prose_filters(renderers[name], decimals))
             prose_environment.globals["zip"] = zip
+            # a sentence the code keeps as data (a choice's explanation, marked N_), translated
+            prose_environment.globals["_"] = lambda text: (language.gettext(text)
+                                                          if isinstance(text, str) else text)
         return renderers[name]
 
     @jinja2.pass_context
@@ -469,6 +512,7 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
     environment.globals.update(lang=language.tag, decimal_mark=language.decimal,
                                list_separator=language.list_separator)
     environment.globals["zip"] = zip
+    environment.filters["header_text"] = partial(header_text, gettext=language.gettext)
     environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
