@@ -239,10 +239,11 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
     def number(num) -> NoEscape:
         return NoEscape(fmt.latex_number(num, decimals))
 
+    latex_vector = partial(fmt.latex_vector, separator=language.list_separator.strip())
     environment.filters.update(
         num=number,
         paren=lambda n: NoEscape(fmt.parenthesized(number(n))),
-        vector=lambda nums: NoEscape(fmt.latex_vector([number(n) for n in nums])),
+        vector=lambda nums: NoEscape(latex_vector([number(n) for n in nums])),
         matrix=lambda step: NoEscape(fmt.latex_matrix([[number(n) for n in row]
                                                        for row in step.entries])),
         exact=lambda n: _trusted_or_none(fmt.short_exact_latex(n, decimals)),
@@ -256,7 +257,7 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
         shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
-        **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,
+        **_working_filters(decimals, fmt.latex_number, latex_vector, NoEscape,
                            rounded=NoEscape(r"\approx")),
     )
     return environment
@@ -513,6 +514,9 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
                                list_separator=language.list_separator)
     environment.globals["zip"] = zip
     environment.filters["header_text"] = partial(header_text, gettext=language.gettext)
+    # a sentence that starts a note's run of sentences, its first letter a capital (as printed:
+    # LaTeX or Markup stays so)
+    environment.filters["capitalize_first"] = lambda text: type(text)(text[:1].upper() + text[1:])
     environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
