@@ -198,6 +198,8 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
                          lambda value: str(Markup.escape(value)), Markup)
     else:
         install_messages(environment, language)
+    # --no-calculator's example, in text: with the language's decimal mark
+    environment.globals["table_quotient"] = lambda places: language.number(fmt.table_quotient(places))
     def decimal_text(num, decimals: int) -> str:
         return language.number(fmt.decimal_text(num, decimals))
 
