@@ -106,7 +106,20 @@ LATEX_NOISE = re.compile(r"(?<!\\)%[^\n]*|\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]"
                          re.DOTALL)
 
 
+# Layout, not words: a command's arguments that are lengths, counters or a log line
+# (\adjustbox{max width=...}, \hspace{0.5em plus 1fill}, \typeout{...}), and code, which no
+# language translates (\texttt{...}: a problem's id, the command that draws a set again).
+LATEX_LAYOUT = re.compile(r"\\(typeout|setcounter|adjustbox|[hv]space\*?|[Nn]eedspace\*?|partspace"
+                          r"|room|rule|makebox|texttt)(\[[^\]]*\]|\{[^{}]*\})*")
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
 def latex_text(source: str) -> str:
     """The words of a LaTeX document's body: its maths, commands and comments taken out."""
     body = source.split(r"\begin{document}", 1)[-1]
-    return LATEX_NOISE.sub(" ", body)
+    return LATEX_NOISE.sub(" ", LATEX_LAYOUT.sub(" ", body))
+
+
+def markdown_text(source: str) -> str:
+    """The words of a Markdown document: its code spans (an id, a command) taken out."""
+    return CODE_SPAN.sub(" ", source)

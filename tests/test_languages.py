@@ -20,6 +20,7 @@ from tests.pseudo_language import (
     english_words,
     html_text,
     latex_text,
+    markdown_text,
     write_pseudo_catalogue,
 )
 
@@ -82,7 +83,7 @@ def visible_text(path: Path) -> str:
     if path.suffix in (".html", ".xml"):
         import html
         return html_text(html.unescape(text) if path.suffix == ".xml" else text)
-    return text
+    return markdown_text(text)
 
 
 def test_no_english_is_left_in_a_document_in_another_language(pseudo_set):
