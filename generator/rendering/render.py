@@ -193,9 +193,9 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
     also serves the HTML pages, which show the Markdown key's working as it is."""
     environment = make_environment(user_templates, language, autoescape=autoescape)
     add_prose(environment, "markdown", decimals, language)
-    if autoescape:  # the page's working: words and values escaped for HTML
-        install_messages(environment, language, lambda text: str(Markup.escape(text)),
-                         lambda value: str(Markup.escape(value)), Markup)
+    if autoescape:  # the page's working: a message's words are the template's (trusted, as its
+        # text is), its values escaped for HTML as any value the template prints
+        install_messages(environment, language, str, lambda value: str(Markup.escape(value)), Markup)
     else:
         install_messages(environment, language)
     # --no-calculator's example, in text: with the language's decimal mark
