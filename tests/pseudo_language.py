@@ -110,7 +110,7 @@ LATEX_NOISE = re.compile(r"(?<!\\)%[^\n]*|\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]"
 # (\adjustbox{max width=...}, \hspace{0.5em plus 1fill}, \typeout{...}), and code, which no
 # language translates (\texttt{...}: a problem's id, the command that draws a set again).
 LATEX_LAYOUT = re.compile(r"\\(typeout|setcounter|adjustbox|[hv]space\*?|[Nn]eedspace\*?|partspace"
-                          r"|room|rule|makebox|texttt)(\[[^\]]*\]|\{[^{}]*\})*")
+                          r"|room|rule|makebox|texttt)(\[[^\]]*\]|\{(?:[^{}]|\{[^{}]*\})*\})*")
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 

@@ -316,17 +316,20 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
     text in a <pre>)."""
     renderers: dict[str, ProseRenderer] = {}
 
+    def marked_sentence(value):
+        """A sentence the code keeps as data and prose prints as a value (a choice, the slip
+        behind it: marked N_), in the language; any other value as it is."""
+        return language.gettext(value) if type(value) is str and " " in value else value
+
     def renderer(name: str) -> ProseRenderer:
         if name not in renderers:
             prose_environment = Sandbox(loader=SourceLoader(), undefined=jinja2.StrictUndefined,
-                                        autoescape=False, bytecode_cache=_bytecode_cache())
+                                        autoescape=False, finalize=marked_sentence,
+                                        bytecode_cache=_bytecode_cache({"finalize": marked_sentence}))
             renderers[name] = ProseRenderer(PRINTERS[name], prose_environment, language.gettext,
                                             "." if name == "latex" else language.decimal)
             prose_environment.filters.update(_prose_filters(renderers[name], decimals))
             prose_environment.globals["zip"] = zip
-            # a sentence the code keeps as data (a choice's explanation, marked N_), translated
-            prose_environment.globals["_"] = lambda text: (language.gettext(text)
-                                                          if isinstance(text, str) else text)
         return renderers[name]
 
     @jinja2.pass_context
