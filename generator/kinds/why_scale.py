@@ -145,14 +145,14 @@ def lesson_item(spec, facts: tuple, scores: Step):
     other = (top + 1) % spec.n_keys
     choices = [(("sharper", row, top, scaled, unscaled), ""),
                (("flatter", row, top, scaled, _float_num(over_dk)),
-                r"without the scale the scores are $\sqrt{d_k}$ times further apart, which sharpens "
-                r"the softmax; dividing by $d_k$ instead of $\sqrt{d_k}$ would flatten it"),
+                N_(r"without the scale the scores are $\sqrt{d_k}$ times further apart, which sharpens "
+                r"the softmax; dividing by $d_k$ instead of $\sqrt{d_k}$ would flatten it")),
                (("other", row, other, scaled, unscaled),
-                r"dividing a row's scores by the same positive $\sqrt{d_k}$ keeps their order, so the "
-                r"same key gets the largest weight"),
+                N_(r"dividing a row's scores by the same positive $\sqrt{d_k}$ keeps their order, so the "
+                r"same key gets the largest weight")),
                (("same", row, top, scaled, unscaled),
-                r"softmax ignores a constant added to a row, not a row multiplied: the raw scores' "
-                r"differences are $\sqrt{d_k}$ times the scaled ones'")]
+                N_(r"softmax ignores a constant added to a row, not a row multiplied: the raw scores' "
+                r"differences are $\sqrt{d_k}$ times the scaled ones'"))]
     return shuffled_item("lesson", tuple(choices), spec.id)
 
 
