@@ -114,9 +114,27 @@ LATEX_LAYOUT = re.compile(r"\\(typeout|setcounter|adjustbox|[hv]space\*?|[Nn]eed
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 
+DISPLAYED = "\\fitline{"  # the templates' displayed maths: its argument is maths, braces and all
+
+
+def without_displayed_maths(body: str) -> str:
+    """The body without each ``\\fitline{...}`` (its braces matched)."""
+    pieces, at = [], 0
+    while (start := body.find(DISPLAYED, at)) >= 0:
+        pieces.append(body[at:start])
+        depth, end = 0, start + len(DISPLAYED) - 1
+        while end < len(body):
+            depth += {"{": 1, "}": -1}.get(body[end], 0) if body[end - 1] != "\\" else 0
+            if depth == 0:
+                break
+            end += 1
+        at = end + 1
+    return "".join(pieces) + body[at:]
+
+
 def latex_text(source: str) -> str:
     """The words of a LaTeX document's body: its maths, commands and comments taken out."""
-    body = source.split(r"\begin{document}", 1)[-1]
+    body = without_displayed_maths(source.split(r"\begin{document}", 1)[-1])
     return LATEX_NOISE.sub(" ", LATEX_LAYOUT.sub(" ", body))
 
 

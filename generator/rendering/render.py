@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import difflib
+import re
 import traceback
 from collections.abc import Iterator
 from functools import partial
@@ -214,7 +215,8 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
             [[str(n.exact) if (step.name, i, j) in spec.fractions else number(n)
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
-        maths=plain_maths,  # a symbol the Python side wrote in TeX (A', Q_1), as plain text
+        # a symbol the Python side wrote in TeX (A', Q_1), as plain text, its words in the language
+        maths=lambda tex: plain_maths(words_in_maths(tex, language)),
         symbol=lambda name, head=None: plain_maths(steps.symbol(name, head)),  # scores: S
         entry_symbol=fmt.plain_entry_symbol,  # S[1,2]; S_1[1,2] for head 1
         literal=markdown_literal, code_span=markdown_code_span,  # a teacher's text, as typed
@@ -254,7 +256,8 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
             [[fmt.exact_latex(n.exact) if (step.name, i, j) in spec.fractions else number(n)
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)])),
         symbol=lambda name, head=None: NoEscape(steps.symbol(name, head)),
-        maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1)
+        maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1); LaTeX the template wrote
+        shown_symbol=lambda tex: NoEscape(words_in_maths(tex, language, MESSAGE_PRINTER.print)),
         # a command may wrap after a space or a slash of a long path, never run off the page
         shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
@@ -275,6 +278,18 @@ class MessagePrinter(LatexPrinter):
 
 
 MESSAGE_PRINTER = MessagePrinter()
+
+
+TEXT_IN_MATHS = re.compile(r"\\text\{([^{}]*?)(\s*)\}")
+
+
+def words_in_maths(tex: str, language: Language, escape=str) -> str:
+    """TeX whose ``\\text{...}`` words (marked N_ where the code writes them: "the student's")
+    are in the language, a translation's words escaped by ``escape``."""
+    def translated(match: re.Match) -> str:
+        words = language.gettext(match[1])
+        return r"\text{" + (match[1] if words == match[1] else escape(words)) + match[2] + "}"
+    return TEXT_IN_MATHS.sub(translated, tex)
 
 
 def install_messages(environment: jinja2.Environment, language: Language, print_words=str,
