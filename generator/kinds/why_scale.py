@@ -163,11 +163,11 @@ def _softmax(values: np.ndarray) -> np.ndarray:
 
 # The derivation, as a choice: Var(q·k) for unit-variance entries, and the real confusions.
 VARIANCE = (
-    (N_("$d_k$"), ""),
-    (N_("$d_k^2$"), N_(r"the standard deviations do not add, the variances do: $d_k$ terms of variance 1 "
+    ("$d_k$", ""),
+    ("$d_k^2$", N_(r"the standard deviations do not add, the variances do: $d_k$ terms of variance 1 "
                 r"make a variance of $d_k$, not $(1 + \dots + 1)^2$")),
-    (N_(r"$\sqrt{d_k}$"), N_(r"that is the standard deviation of $q \cdot k$; its variance is $d_k$")),
-    (N_("$1$"), N_(r"each product $q_i k_i$ has variance 1, but $q \cdot k$ adds $d_k$ independent "
+    (r"$\sqrt{d_k}$", N_(r"that is the standard deviation of $q \cdot k$; its variance is $d_k$")),
+    ("$1$", N_(r"each product $q_i k_i$ has variance 1, but $q \cdot k$ adds $d_k$ independent "
             r"products, and their variances add up")),
 )
 DERIVATION = (
