@@ -58,6 +58,7 @@ UNTRANSLATED = {
     "softmax", "ReLU", "LayerNorm", "RoPE", "ALiBi", "FLOP", "FLOPs", "GELU", "Moodle", "Canvas",
     "argmax", "sqrt", "model", "inf", "infty", "exp", "gen", "problems", "seed", "json", "toml",
     "html", "https", "http", "www", "mathrm", "operatorname", "text", "left", "right", "frac",
+    "MultiHead", "Attn", "rowsum", "diag",  # the maths' operator names, as the formulas write them
 }
 ENGLISH_WORD = re.compile(r"(?<![\w\\&#])(?=[A-Za-z]*[a-z])[A-Za-z]{4,}(?![\w])")
 
