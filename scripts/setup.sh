@@ -13,7 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=.venv
-TEX_PACKAGES="texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern"
+TEX_PACKAGES="texlive-latex-base texlive-latex-recommended texlive-latex-extra lmodern
+  texlive-lang-german texlive-lang-french texlive-lang-spanish"  # babel for --lang de, fr, es
 # For documents holding characters pdflatex cannot typeset (names in Greek, Chinese, Arabic...)
 UNICODE_TEX_PACKAGES="texlive-luatex fonts-noto-core fonts-noto-cjk fonts-symbola fonts-noto-color-emoji"
 TORCH_WHEEL_DIR=${TORCH_WHEEL_DIR:-/opt/wheels}
@@ -82,7 +83,8 @@ install_browser() {
 
 tex_ready() {
   command -v pdflatex >/dev/null && command -v lualatex >/dev/null \
-    && kpsewhich luaotfload.sty >/dev/null && command -v fc-list >/dev/null || return 1
+    && kpsewhich luaotfload.sty >/dev/null && kpsewhich ngerman.ldf >/dev/null \
+    && command -v fc-list >/dev/null || return 1
   local families  # read whole: `fc-list | grep -q` fails under pipefail when grep stops early
   families=$(fc-list : family)
   [[ $families == *"Noto Serif CJK SC"* && $families == *"Symbola"* ]]

@@ -58,6 +58,7 @@ UNTRANSLATED = {
     "softmax", "ReLU", "LayerNorm", "RoPE", "ALiBi", "FLOP", "FLOPs", "GELU", "Moodle", "Canvas",
     "argmax", "sqrt", "model", "inf", "infty", "exp", "gen", "problems", "seed", "json", "toml",
     "html", "https", "http", "www", "mathrm", "operatorname", "text", "left", "right", "frac",
+    "MultiHead", "Attn", "rowsum", "diag",  # the maths' operator names, as the formulas write them
 }
 ENGLISH_WORD = re.compile(r"(?<![\w\\&#])(?=[A-Za-z]*[a-z])[A-Za-z]{4,}(?![\w])")
 
@@ -106,7 +107,38 @@ LATEX_NOISE = re.compile(r"(?<!\\)%[^\n]*|\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]"
                          re.DOTALL)
 
 
+# Layout, not words: a command's arguments that are lengths, counters or a log line
+# (\adjustbox{max width=...}, \hspace{0.5em plus 1fill}, \typeout{...}), and code, which no
+# language translates (\texttt{...}: a problem's id, the command that draws a set again).
+LATEX_LAYOUT = re.compile(r"\\(typeout|setcounter|adjustbox|[hv]space\*?|[Nn]eedspace\*?|partspace"
+                          r"|room|rule|makebox|texttt)(\[[^\]]*\]|\{(?:[^{}]|\{[^{}]*\})*\})*")
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+DISPLAYED = "\\fitline{"  # the templates' displayed maths: its argument is maths, braces and all
+
+
+def without_displayed_maths(body: str) -> str:
+    """The body without each ``\\fitline{...}`` (its braces matched)."""
+    pieces, at = [], 0
+    while (start := body.find(DISPLAYED, at)) >= 0:
+        pieces.append(body[at:start])
+        depth, end = 0, start + len(DISPLAYED) - 1
+        while end < len(body):
+            depth += {"{": 1, "}": -1}.get(body[end], 0) if body[end - 1] != "\\" else 0
+            if depth == 0:
+                break
+            end += 1
+        at = end + 1
+    return "".join(pieces) + body[at:]
+
+
 def latex_text(source: str) -> str:
     """The words of a LaTeX document's body: its maths, commands and comments taken out."""
-    body = source.split(r"\begin{document}", 1)[-1]
-    return LATEX_NOISE.sub(" ", body)
+    body = without_displayed_maths(source.split(r"\begin{document}", 1)[-1])
+    return LATEX_NOISE.sub(" ", LATEX_LAYOUT.sub(" ", body))
+
+
+def markdown_text(source: str) -> str:
+    """The words of a Markdown document: its code spans (an id, a command) taken out."""
+    return CODE_SPAN.sub(" ", source)

@@ -29,6 +29,7 @@ from generator.maths.exact import shown as shown_text
 from generator.maths.spec import SpecError
 from generator.maths.steps import PIPELINE, REGISTRY, given_def, symbol
 from generator.maths.worthiness import gradients_are_worthy
+from generator.rendering.language import N_
 
 # Steps asked together in one part; every other gradient of the plan is a part of its own.
 TOGETHER = (("dW_Q", "dW_K", "dW_V"), ("dX_Q", "dX_K", "dX_V", "dX"))
@@ -136,26 +137,26 @@ def choice_parts(spec, solution) -> list[Part]:
 
 # Why 1/sqrt(d_k) keeps gradients alive, and what students think instead.
 WHY_SCALE = (
-    ("Softmax saturates: the nearer a row of weights is to one-hot, the smaller "
+    (N_("Softmax saturates: the nearer a row of weights is to one-hot, the smaller "
      r"$A \odot (\mathrm{d}A - \operatorname{rowsum}(A \odot \mathrm{d}A))$ gets, so larger "
-     "scores pass back less gradient.", ""),
-    ("Larger scores pass back more gradient: the gradient grows with the scores.",
-     "the scores grow, but the gradient through softmax shrinks as the weights saturate"),
-    ("Nothing changes: scaling is linear, so it only scales the gradient by the same factor.",
-     "the scaling is linear, but softmax after it is not"),
-    ("The gradient becomes exactly 0 without scaling.", "it shrinks, but stays above 0"),
+     "scores pass back less gradient."), ""),
+    (N_("Larger scores pass back more gradient: the gradient grows with the scores."),
+     N_("the scores grow, but the gradient through softmax shrinks as the weights saturate")),
+    (N_("Nothing changes: scaling is linear, so it only scales the gradient by the same factor."),
+     N_("the scaling is linear, but softmax after it is not")),
+    (N_("The gradient becomes exactly 0 without scaling."), N_("it shrinks, but stays above 0")),
 )
 
 
 # What reaches the values of a key that (almost) no query attends to.
 IGNORED = (
-    (r"It is the smallest: row $j$ of $\mathrm{d}V = A^{\top} \mathrm{d}O$ adds up the rows of "
+    (N_(r"It is the smallest: row $j$ of $\mathrm{d}V = A^{\top} \mathrm{d}O$ adds up the rows of "
      r"$\mathrm{d}O$, each times how much that query attends to key $j$, and all those weights "
-     r"are small.", ""),
-    ("It is the largest: the key nobody attends to has the most to learn.",
-     "a value row only learns as much as it is used"),
-    (r"It is row $j$ of $\mathrm{d}O$.", r"that would need $A = I$"),
-    ("It is exactly 0.", "small weights are not zero: a little gradient still arrives"),
+     r"are small."), ""),
+    (N_("It is the largest: the key nobody attends to has the most to learn."),
+     N_("a value row only learns as much as it is used")),
+    (N_(r"It is row $j$ of $\mathrm{d}O$."), N_(r"that would need $A = I$")),
+    (N_("It is exactly 0."), N_("small weights are not zero: a little gradient still arrives")),
 )
 
 

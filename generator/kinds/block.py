@@ -30,6 +30,7 @@ from generator.maths.engine import run
 from generator.maths.exact import shown
 from generator.maths.spec import SpecError
 from generator.maths.steps import REGISTRY, StepDef, given_def
+from generator.rendering.language import N_
 
 NAME = "block"
 NORMS = ("post", "pre")
@@ -148,18 +149,18 @@ def block_question(spec) -> Question:
 # The permutation argument carried through the block: with no positional information each step
 # treats every token alike, so permuting the tokens permutes the outputs' rows.
 PERMUTATION = (
-    ("The rows of $Y$ are permuted the same way and keep their values: attention is "
+    (N_("The rows of $Y$ are permuted the same way and keep their values: attention is "
      "permutation-equivariant without positional information, and the residuals, LayerNorm and the "
-     "feed-forward layer each work on every token's row alone.", ""),
-    ("$Y$ does not change at all: the block mixes the tokens, so each row of $Y$ is the same "
-     "whatever the order.", "the rows move with their tokens: row $i$ of $Y$ belongs to the token "
-     "in position $i$, so swapping two tokens swaps two rows of $Y$"),
-    ("The values of $Y$ change: the attention weights depend on where each token stands.",
-     "nothing in the block knows a position (there is no positional encoding), so every token's "
-     "output is the same wherever it stands"),
-    ("Only the attention output's rows move; LayerNorm then mixes the rows, so $Y$ changes.",
-     "LayerNorm normalises each row on its own (its mean and variance are the row's), as the "
-     "feed-forward layer works each row alone"),
+     "feed-forward layer each work on every token's row alone."), ""),
+    (N_("$Y$ does not change at all: the block mixes the tokens, so each row of $Y$ is the same "
+     "whatever the order."), N_("the rows move with their tokens: row $i$ of $Y$ belongs to the token "
+     "in position $i$, so swapping two tokens swaps two rows of $Y$")),
+    (N_("The values of $Y$ change: the attention weights depend on where each token stands."),
+     N_("nothing in the block knows a position (there is no positional encoding), so every token's "
+     "output is the same wherever it stands")),
+    (N_("Only the attention output's rows move; LayerNorm then mixes the rows, so $Y$ changes."),
+     N_("LayerNorm normalises each row on its own (its mean and variance are the row's), as the "
+     "feed-forward layer works each row alone")),
 )
 
 

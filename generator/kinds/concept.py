@@ -15,6 +15,7 @@ from generator.kinds.questions import ConceptItem, Part, Question, lettered, the
 from generator.kinds.row import ROW, draw_row
 from generator.maths.engine import Num, Step, run, solve
 from generator.maths.steps import plan_for
+from generator.rendering.language import N_
 
 # One choice of an item, written by its topic (``choice`` and ``item`` are at hand).
 CHOICE = (r"{% if item.topic == 'top-attention' %}{{ 'key' if spec.cross else 'token' }} "
@@ -90,28 +91,29 @@ def _top_attention(solution, unscaled, token: int) -> ConceptItem:
     row = solution.step("weights").entries[token]
     second = sorted(range(len(row)), key=lambda j: -row[j].value)[1:2]
     wrong = [(top(unscaled),
-              "softmax of the raw scores, without scaling"),
+              N_("softmax of the raw scores, without scaling")),
              (top(weights_with(solution.spec, "column-softmax")),
-              "softmax down each column instead of along the row")]
-    wrong += [((j, row[j]), "the second-largest weight of the row") for j in second]
-    wrong += [((right[0], Num.of(sympy.Rational(1, len(row)))), "equal weights for every key")]
+              N_("softmax down each column instead of along the row"))]
+    wrong += [((j, row[j]), N_("the second-largest weight of the row")) for j in second]
+    wrong += [((right[0], Num.of(sympy.Rational(1, len(row)))), N_("equal weights for every key"))]
     return _item("top-attention", right, wrong, key=lambda c: (c[0], round(c[1].value, 4)))
 
 
 def _row_sum(spec) -> ConceptItem:
-    wrong = [(spec.n_keys, "counting 1 per key, as if every weight were 1"),
-             ("depends", "forgetting that softmax divides each row by its own sum"),
-             (spec.d_k, "confusing the sum with d_k"), (spec.d_v, "confusing the sum with d_v"),
-             (0, "thinking of scores centred on 0, not of weights")]
+    wrong = [(spec.n_keys, N_("counting 1 per key, as if every weight were 1")),
+             ("depends", N_("forgetting that softmax divides each row by its own sum")),
+             (spec.d_k, N_("confusing the sum with d_k")), (spec.d_v, N_("confusing the sum with d_v")),
+             (0, N_("thinking of scores centred on 0, not of weights"))]
     return _item("row-sum", 1, wrong, key=str)
 
 
 def _output_shape(spec) -> ConceptItem:
     n, m, d_k, d_v = spec.n_queries, spec.n_keys, spec.d_k, spec.d_v
-    wrong = [((n, m), "the shape of A, not of AV"), ((d_v, n), "the shape of (AV) transposed"),
-             ((n, d_k), "the shape of Q: values have d_v columns, not d_k"),
-             ((d_k, d_v), "the shape of a weight matrix"), ((1, d_v), "one output row for all tokens"),
-             ((n, 1), "one number per token, as if the output were a score")]
+    wrong = [((n, m), N_("the shape of A, not of AV")), ((d_v, n), N_("the shape of (AV) transposed")),
+             ((n, d_k), N_("the shape of Q: values have d_v columns, not d_k")),
+             ((d_k, d_v), N_("the shape of a weight matrix")),
+             ((1, d_v), N_("one output row for all tokens")),
+             ((n, 1), N_("one number per token, as if the output were a score"))]
     return _item("output-shape", (n, d_v), wrong, key=str)
 
 
@@ -121,9 +123,9 @@ def _no_scaling(solution, unscaled, spec) -> ConceptItem:
         return max(weights_step.entries[spec.row], key=lambda n: n.value)
 
     right = largest(unscaled)
-    wrong = [(largest(solution.step("weights")), "the weight with scaling: the question drops it"),
-             (largest(weights_with(spec, "dk-not-sqrt")), "dividing by d_k, not by nothing"),
-             (Num.of(sympy.Rational(1, spec.n_keys)), "equal weights for every key")]
+    wrong = [(largest(solution.step("weights")), N_("the weight with scaling: the question drops it")),
+             (largest(weights_with(spec, "dk-not-sqrt")), N_("dividing by d_k, not by nothing")),
+             (Num.of(sympy.Rational(1, spec.n_keys)), N_("equal weights for every key"))]
     return _item("no-scaling", right, wrong, key=lambda n: round(n.value, 4))
 
 

@@ -38,6 +38,7 @@ from generator.maths.engine import Evaluator, Step, run
 from generator.maths.exact import shown
 from generator.maths.spec import SpecError
 from generator.maths.steps import REGISTRY, StepDef, given_def
+from generator.rendering.language import N_
 
 NAME = "counting"
 PARTS = ("parameters", "operations", "memory", "traps")
@@ -94,8 +95,8 @@ TERMS = {
     "count_attention": attention_terms, "count_ffn": ffn_terms, "count_norms": norm_terms,
     "count_qk_mult": lambda c: [("$QK^{\\top}$", (c.n, c.n, c.dk))],
     "count_qk_add": lambda c: [("$QK^{\\top}$", (c.n, c.n, c.dk - 1))],
-    "count_softmax": lambda c: [("scalings", (c.n, c.n)), ("exponentials", (c.n, c.n)),
-                                ("additions", (c.n, c.n - 1)), ("divisions", (c.n, c.n))],
+    "count_softmax": lambda c: [(N_("scalings"), (c.n, c.n)), (N_("exponentials"), (c.n, c.n)),
+                                (N_("additions"), (c.n, c.n - 1)), (N_("divisions"), (c.n, c.n))],
     "count_av_mult": lambda c: [("$AV$", (c.n, c.dk, c.n))],
     "count_av_add": lambda c: [("$AV$", (c.n, c.dk, c.n - 1))],
     "count_projections": lambda c: [("$XW_Q$", (c.n, c.d, c.h, c.dk)), ("$XW_K$", (c.n, c.d, c.kv, c.dk)),
@@ -104,7 +105,7 @@ TERMS = {
     "count_scores_bytes": lambda c: [("", (c.n, c.n, c.h, c.b))],
 }
 WIDTH = 4  # the most factors of a term: each given table is this wide, padded with 1s
-SUMS = {"count_layer": ("attention", "feed-forward", "LayerNorms")}
+SUMS = {"count_layer": (N_("attention"), N_("feed-forward"), N_("LayerNorms"))}
 
 
 def _count(name, symbol, text, formula, marks=1, inputs=None, op=counting_ops.COUNT) -> StepDef:

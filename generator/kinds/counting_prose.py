@@ -4,6 +4,8 @@ worked in ``counting`` and only written here."""
 
 from __future__ import annotations
 
+from generator.rendering.language import N_
+
 # The configuration, said once: d_k = d_model/h unless the problem states it, the KV heads as many
 # as the heads unless it shares them.
 CONFIG = (r"{% set kv = spec.kv_heads or spec.heads %}{% set dk = spec.head_dim or spec.model_dim // "
@@ -89,30 +91,31 @@ def trap_choices(c, heads_asked: bool) -> dict[str, tuple[tuple[str, str], ...]]
     choices give away a part's answer nor the right one stands out.  The heads trap where the
     question asks it (``heads_asked``); the KV heads' only where a head can share (h > 1)."""
     choices = {} if not heads_asked else {"count-heads": (
-        ("They stay the same.", ""),
-        ("They double.", "each head is half as wide: $h d_k$ stays $d_{\\text{model}}$, and so does every "
-                         "projection"),
-        ("They halve.", "there are twice as many heads, each half as wide: the halving and the doubling "
-                        "cancel"),
-        ("They grow four times.", "$W_Q$, $W_K$, $W_V$ and $W_O$ stay $d_{\\text{model}}$ wide on both "
-                                  "sides: nothing in them grows"))}
+        (N_("They stay the same."), ""),
+        (N_("They double."),
+         N_("each head is half as wide: $h d_k$ stays $d_{\\text{model}}$, and so does every projection")),
+        (N_("They halve."),
+         N_("there are twice as many heads, each half as wide: the halving and the doubling cancel")),
+        (N_("They grow four times."),
+         N_("$W_Q$, $W_K$, $W_V$ and $W_O$ stay $d_{\\text{model}}$ wide on both sides: nothing in them "
+            "grows")))}
     if c.h > 1:
         choices["count-kv"] = (
-            ("$W_K$, $W_V$ and the KV cache shrink; $W_Q$ and $W_O$ stay the same.", ""),
-            ("$W_K$ and $W_V$ shrink; the KV cache, $W_Q$ and $W_O$ stay as they were.",
-             "the cache keeps the keys and values of each key/value head: fewer heads, fewer values "
-             "cached"),
-            ("The KV cache shrinks; $W_K$, $W_V$, $W_Q$ and $W_O$ stay as they were.",
-             "$W_K$ maps to one column per key/value head's entry: fewer heads, a narrower $W_K$"),
-            ("$W_Q$, $W_K$, $W_V$, $W_O$ and the KV cache all shrink alike.",
-             "every head keeps its own queries: $W_Q$ and $W_O$ are as they were"))
+            (N_("$W_K$, $W_V$ and the KV cache shrink; $W_Q$ and $W_O$ stay the same."), ""),
+            (N_("$W_K$ and $W_V$ shrink; the KV cache, $W_Q$ and $W_O$ stay as they were."),
+             N_("the cache keeps the keys and values of each key/value head: fewer heads, fewer values "
+             "cached")),
+            (N_("The KV cache shrinks; $W_K$, $W_V$, $W_Q$ and $W_O$ stay as they were."),
+             N_("$W_K$ maps to one column per key/value head's entry: fewer heads, a narrower $W_K$")),
+            (N_("$W_Q$, $W_K$, $W_V$, $W_O$ and the KV cache all shrink alike."),
+             N_("every head keeps its own queries: $W_Q$ and $W_O$ are as they were")))
     choices["count-growth"] = (
-        ("The scores grow four times, the projections' multiplications double.", ""),
-        ("The scores double, the projections' multiplications double.",
-         "each score pairs a query with a key: twice the queries and twice the keys, four times the "
-         "scores"),
-        ("The scores grow four times, the projections' multiplications grow four times.",
-         "a projection works each token once: twice the tokens, twice the multiplications"),
-        ("The scores double, the projections' multiplications grow four times.",
-         "the other way round: the scores are $n \\times n$, the projections $n$ rows"))
+        (N_("The scores grow four times, the projections' multiplications double."), ""),
+        (N_("The scores double, the projections' multiplications double."),
+         N_("each score pairs a query with a key: twice the queries and twice the keys, four times the "
+         "scores")),
+        (N_("The scores grow four times, the projections' multiplications grow four times."),
+         N_("a projection works each token once: twice the tokens, twice the multiplications")),
+        (N_("The scores double, the projections' multiplications grow four times."),
+         N_("the other way round: the scores are $n \\times n$, the projections $n$ rows")))
     return choices

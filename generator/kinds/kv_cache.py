@@ -35,6 +35,7 @@ from generator.maths.engine import Evaluator, Step, given_step, run, solve
 from generator.maths.exact import shown
 from generator.maths.spec import MAX_TOKENS, ProblemSpec, SpecError
 from generator.maths.steps import REGISTRY, StepDef, given_def
+from generator.rendering.language import N_
 
 NAME = "kv-cache"
 CACHE = ("K_cache", "V_cache")
@@ -160,16 +161,17 @@ def full_pass(spec):
 
 # The lesson: why o is the full pass's last row, and why the cache holds K and V, not Q.
 LESSON = (
-    ("It is the last row of $O$; the earlier rows of $O$ are as they were before the new token "
+    (N_("It is the last row of $O$; the earlier rows of $O$ are as they were before the new token "
      "came, since under the causal mask no earlier token attends to a later one. So only $K$ and "
-     "$V$ are kept: each new row needs every key and value, but only its own query.", ""),
-    ("It differs from the last row of $O$: a new token changes every row's softmax, so the whole "
-     "of $O$ must be worked again.",
-     "under the causal mask no earlier query sees the new key, so the earlier rows do not change"),
-    ("It is the last row of $O$ only because $Q$ is cached too: the new row needs the earlier "
-     "tokens' queries.", "the new row needs only the new token's own query $q$; an earlier query "
-     "is never used again, which is why $Q$ is not cached"),
-    ("It is the mean of the rows of $O$.", "$o$ is one row of $O$, the new token's own, not an average"),
+     "$V$ are kept: each new row needs every key and value, but only its own query."), ""),
+    (N_("It differs from the last row of $O$: a new token changes every row's softmax, so the whole "
+     "of $O$ must be worked again."),
+     N_("under the causal mask no earlier query sees the new key, so the earlier rows do not change")),
+    (N_("It is the last row of $O$ only because $Q$ is cached too: the new row needs the earlier "
+     "tokens' queries."), N_("the new row needs only the new token's own query $q$; an earlier query "
+     "is never used again, which is why $Q$ is not cached")),
+    (N_("It is the mean of the rows of $O$."),
+     N_("$o$ is one row of $O$, the new token's own, not an average")),
 )
 
 

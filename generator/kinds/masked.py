@@ -20,6 +20,7 @@ from generator.kinds.questions import ATTENTION, SETUP, ConceptItem, Part, Quest
 from generator.maths.engine import MASKED, MaskedEntry, Num, Step
 from generator.maths.exact import shown as shown_text
 from generator.maths.spec import SpecError
+from generator.rendering.language import N_
 
 TITLE = ("{% set kind = 'cross' if spec.cross else 'self' %}{% if spec.mask == 'causal' %}"
          "Causal {{ kind }}-attention{% else %}{{ kind | capitalize }}-attention with "
@@ -78,12 +79,12 @@ def without_the_mask(question) -> tuple[ConceptItem, tuple]:
     c = max(range(spec.n_keys), key=lambda j: weights.entries[r][j].value)
     unmasked = replace(spec, mask="none", valid=None, window=None, mask_matrix=None)
     right = weights_with(unmasked, None).entries[r][c]
-    wrong = [(weights.entries[r][c], "the weight under the mask: without it the hidden keys' "
-              "exponentials join the row's sum, so this weight shrinks"),
-             (Num.of(sympy.Rational(1, spec.n_keys)), "equal weights for every key")]
+    wrong = [(weights.entries[r][c], N_("the weight under the mask: without it the hidden keys' "
+              "exponentials join the row's sum, so this weight shrinks")),
+             (Num.of(sympy.Rational(1, spec.n_keys)), N_("equal weights for every key"))]
     if not spec.unscaled:
         wrong.append((weights_with(unmasked, "no-scaling").entries[r][c],
-                      "softmax of the raw scores, without the scaling"))
+                      N_("softmax of the raw scores, without the scaling")))
     choices, slips, seen = [right], [""], {round(right.value, 4)}
     for choice, slip in wrong:
         if round(choice.value, 4) not in seen:

@@ -13,6 +13,7 @@ from generator.maths.exact import shown
 from generator.maths.spec import MISTAKES, SpecError, mistakes_that_fit
 from generator.maths.steps import plan, symbol
 from generator.maths.worthiness import visible_mistakes
+from generator.rendering.language import N_
 
 # What the student did wrong, said in the key after naming the step.
 EXPLANATIONS = {
@@ -37,6 +38,10 @@ EXPLANATIONS = {
 }
 
 
+# The two matrices the fault is found between, named in words (the documents translate them).
+STUDENTS, RIGHT = N_("the student's"), N_("the right")
+
+
 def mistake_question(spec) -> Question:
     """The fix asks only the steps from the mistake on: the steps before it were right, and
     are kept as the worked solution shows them (given, not retyped)."""
@@ -52,7 +57,7 @@ def mistake_question(spec) -> Question:
     name = symbol(wrong)
     parts = lettered([
         Part("mistake-find", 2, (flawed.step(wrong), solution.step(wrong)), item=choice, grids=False,
-             shown_as=(rf"\text{{the student's }} {name}", rf"\text{{the right }} {name}"),
+             shown_as=(rf"\text{{{STUDENTS} }} {name}", rf"\text{{{RIGHT} }} {name}"),
              explained=True),
         Part("mistake-fix", 3, from_wrong, kept=kept)])
     shown_steps = tuple(("{{ step.name | formula }}", symbol(step.name), step)

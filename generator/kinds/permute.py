@@ -18,6 +18,7 @@ from generator.kinds.questions import (
 )
 from generator.maths.engine import Step, solve
 from generator.maths.spec import SpecError, one_based
+from generator.rendering.language import N_
 
 SWAPPED = "tokens {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
 ROWS = "rows {{ spec.swap[0] + 1 }} and {{ spec.swap[1] + 1 }}"
@@ -70,14 +71,14 @@ def picks(spec, order: list[int], d_v: int) -> tuple[Pick, Pick]:
 
 # Why nothing needs recomputing: the reason, and reasons students give that are wrong.
 REASONS = (
-    ("Each score depends only on the two tokens it compares, not on where they stand: without "
-     "a mask and without positions, attention is permutation equivariant.", ""),
-    ("Softmax normalises every row, so the order of the tokens never matters.",
-     "normalising a row does not make its entries independent of the order of the keys"),
-    ("$W_Q$, $W_K$ and $W_V$ are the same for every token, so the swap changes no result at all.",
-     "the results do change: their rows (and the weights' columns) swap"),
-    (r"The scaling by $\sqrt{d_k}$ cancels whatever the swap does to the scores.",
-     "scaling multiplies every score by the same number; it cancels nothing"),
+    (N_("Each score depends only on the two tokens it compares, not on where they stand: without "
+     "a mask and without positions, attention is permutation equivariant."), ""),
+    (N_("Softmax normalises every row, so the order of the tokens never matters."),
+     N_("normalising a row does not make its entries independent of the order of the keys")),
+    (N_("$W_Q$, $W_K$ and $W_V$ are the same for every token, so the swap changes no result at all."),
+     N_("the results do change: their rows (and the weights' columns) swap")),
+    (N_(r"The scaling by $\sqrt{d_k}$ cancels whatever the swap does to the scores."),
+     N_("scaling multiplies every score by the same number; it cancels nothing")),
 )
 
 

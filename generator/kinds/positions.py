@@ -35,6 +35,7 @@ from generator.kinds.positions_plan import (
 from generator.kinds.questions import Part, Pick, Question, answer_with_slips, lettered, shuffled_item
 from generator.maths.exact import parse_exact, shown
 from generator.maths.spec import SpecError
+from generator.rendering.language import N_
 
 # -- the question ----------------------------------------------------------------------------------
 
@@ -116,33 +117,33 @@ def swapped(spec):
 
 
 PERMUTE = (
-    (r"It is not just $A$ with rows 1 and 2 and columns 1 and 2 swapped: each of the two tokens now "
+    (N_(r"It is not just $A$ with rows 1 and 2 and columns 1 and 2 swapped: each of the two tokens now "
      r"sits at the other's position and gets that position's encoding, so $X + \mathrm{PE}$ is not the "
-     r"old one with two rows swapped, and the scores change.", ""),
-    (r"It is $A$ with rows 1 and 2 and columns 1 and 2 swapped, $A' = PAP^{\top}$: attention is "
-     r"permutation-equivariant.",
-     r"that holds without positional information; the encoding is added by position, not by token, "
-     r"so the swapped tokens get new encodings"),
-    (r"It does not change at all: softmax sums over every key.",
-     r"each row is one query's own; even without positions the rows and columns would swap"),
-    (r"Only its rows 1 and 2 swap, as the rows of $X$ do.",
-     r"the tokens are keys too: without positions the columns would swap as well, and with "
-     r"$\mathrm{PE}$ not even that holds"),
+     r"old one with two rows swapped, and the scores change."), ""),
+    (N_(r"It is $A$ with rows 1 and 2 and columns 1 and 2 swapped, $A' = PAP^{\top}$: attention is "
+     r"permutation-equivariant."),
+     N_(r"that holds without positional information; the encoding is added by position, not by token, "
+     r"so the swapped tokens get new encodings")),
+    (N_(r"It does not change at all: softmax sums over every key."),
+     N_(r"each row is one query's own; even without positions the rows and columns would swap")),
+    (N_(r"Only its rows 1 and 2 swap, as the rows of $X$ do."),
+     N_(r"the tokens are keys too: without positions the columns would swap as well, and with "
+     r"$\mathrm{PE}$ not even that holds")),
 )
 
 # Where a spec's numbers leave A as it was after the swap (the scores reach only what the two
 # tokens share, here): not equivariance, and not "the scores change" either.
 PERMUTE_SAME = (
-    (r"With these numbers it stays $A$, which is not $PAP^{\top}$: each of the two tokens gets the "
+    (N_(r"With these numbers it stays $A$, which is not $PAP^{\top}$: each of the two tokens gets the "
      r"other's encoding, so $X + \mathrm{PE}$ is not the old one with two rows swapped, yet here the "
-     r"weights come out as before.", ""),
-    (r"It is $A$ with rows 1 and 2 and columns 1 and 2 swapped, $A' = PAP^{\top}$: attention is "
-     r"permutation-equivariant.",
-     r"that holds without positional information; the encoding is added by position, not by token"),
-    (r"It changes: the swapped tokens get new encodings, so the scores and the weights change.",
-     r"the encodings move, but with these numbers the weights come out as before: work them out"),
-    (r"Only its rows 1 and 2 swap, as the rows of $X$ do.",
-     r"the tokens are keys too; and with these numbers the rows stay as they were"),
+     r"weights come out as before."), ""),
+    (N_(r"It is $A$ with rows 1 and 2 and columns 1 and 2 swapped, $A' = PAP^{\top}$: attention is "
+     r"permutation-equivariant."),
+     N_(r"that holds without positional information; the encoding is added by position, not by token")),
+    (N_(r"It changes: the swapped tokens get new encodings, so the scores and the weights change."),
+     N_(r"the encodings move, but with these numbers the weights come out as before: work them out")),
+    (N_(r"Only its rows 1 and 2 swap, as the rows of $X$ do."),
+     N_(r"the tokens are keys too; and with these numbers the rows stay as they were")),
 )
 
 # -- its keys ------------------------------------------------------------------------------------

@@ -13,16 +13,17 @@ from generator.kinds.questions import Part, Question, answer_with_slips, lettere
 from generator.kinds.row import ROW
 from generator.maths.engine import Step, run, solve
 from generator.maths.steps import REGISTRY
+from generator.rendering.language import N_
 
 REASONS = (
-    ("The weights of a row always add up to 1: whatever a change of the scores gives one "
-     "weight, the others give up, so the changes of a row's weights add up to 0.", ""),
-    ("$J$ is symmetric, and the rows of a symmetric matrix sum to 0.",
-     "symmetry alone says nothing about the sums: the identity is symmetric"),
-    ("Softmax is linear in the scores, so its derivative has no constant part.",
-     "softmax is not linear: its derivative J depends on the weights"),
-    ("The diagonal entries are positive and the others negative, so they always cancel.",
-     "the signs alone do not make them cancel; they cancel because the weights sum to 1"),
+    (N_("The weights of a row always add up to 1: whatever a change of the scores gives one "
+     "weight, the others give up, so the changes of a row's weights add up to 0."), ""),
+    (N_("$J$ is symmetric, and the rows of a symmetric matrix sum to 0."),
+     N_("symmetry alone says nothing about the sums: the identity is symmetric")),
+    (N_("Softmax is linear in the scores, so its derivative has no constant part."),
+     N_("softmax is not linear: its derivative J depends on the weights")),
+    (N_("The diagonal entries are positive and the others negative, so they always cancel."),
+     N_("the signs alone do not make them cancel; they cancel because the weights sum to 1")),
 )
 
 

@@ -28,6 +28,7 @@ from generator.maths.engine import Evaluator, Num, Step, run
 from generator.maths.exact import shown
 from generator.maths.spec import SpecError
 from generator.maths.steps import REGISTRY, StepDef, given_def
+from generator.rendering.language import N_
 
 NAME = "why-scale"
 # The d_k a drawn problem states for the standard deviations: real models' head widths.
@@ -144,14 +145,14 @@ def lesson_item(spec, facts: tuple, scores: Step):
     other = (top + 1) % spec.n_keys
     choices = [(("sharper", row, top, scaled, unscaled), ""),
                (("flatter", row, top, scaled, _float_num(over_dk)),
-                r"without the scale the scores are $\sqrt{d_k}$ times further apart, which sharpens "
-                r"the softmax; dividing by $d_k$ instead of $\sqrt{d_k}$ would flatten it"),
+                N_(r"without the scale the scores are $\sqrt{d_k}$ times further apart, which sharpens "
+                r"the softmax; dividing by $d_k$ instead of $\sqrt{d_k}$ would flatten it")),
                (("other", row, other, scaled, unscaled),
-                r"dividing a row's scores by the same positive $\sqrt{d_k}$ keeps their order, so the "
-                r"same key gets the largest weight"),
+                N_(r"dividing a row's scores by the same positive $\sqrt{d_k}$ keeps their order, so the "
+                r"same key gets the largest weight")),
                (("same", row, top, scaled, unscaled),
-                r"softmax ignores a constant added to a row, not a row multiplied: the raw scores' "
-                r"differences are $\sqrt{d_k}$ times the scaled ones'")]
+                N_(r"softmax ignores a constant added to a row, not a row multiplied: the raw scores' "
+                r"differences are $\sqrt{d_k}$ times the scaled ones'"))]
     return shuffled_item("lesson", tuple(choices), spec.id)
 
 
@@ -163,11 +164,11 @@ def _softmax(values: np.ndarray) -> np.ndarray:
 # The derivation, as a choice: Var(q·k) for unit-variance entries, and the real confusions.
 VARIANCE = (
     ("$d_k$", ""),
-    ("$d_k^2$", r"the standard deviations do not add, the variances do: $d_k$ terms of variance 1 "
-                r"make a variance of $d_k$, not $(1 + \dots + 1)^2$"),
-    (r"$\sqrt{d_k}$", r"that is the standard deviation of $q \cdot k$; its variance is $d_k$"),
-    ("$1$", r"each product $q_i k_i$ has variance 1, but $q \cdot k$ adds $d_k$ independent "
-            r"products, and their variances add up"),
+    ("$d_k^2$", N_(r"the standard deviations do not add, the variances do: $d_k$ terms of variance 1 "
+                r"make a variance of $d_k$, not $(1 + \dots + 1)^2$")),
+    (r"$\sqrt{d_k}$", N_(r"that is the standard deviation of $q \cdot k$; its variance is $d_k$")),
+    ("$1$", N_(r"each product $q_i k_i$ has variance 1, but $q \cdot k$ adds $d_k$ independent "
+            r"products, and their variances add up")),
 )
 DERIVATION = (
     r"Each product has mean $E[q_i k_i] = E[q_i]\,E[k_i] = 0$ and variance $E[q_i^2 k_i^2] = "

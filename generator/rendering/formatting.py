@@ -482,10 +482,11 @@ def latex_number(num: Num, decimals: int) -> str:
     return text
 
 
-def latex_vector(texts: list[str]) -> str:
-    """A row of numbers, already LaTeX, as [a, b, ...]."""
+def latex_vector(texts: list[str], separator: str = ",") -> str:
+    """A row of numbers, already LaTeX, as [a, b, ...] (``separator`` a semicolon where the
+    decimal mark is a comma: [0,5; 0,25])."""
     # \allowbreak: a long vector may wrap inside running text instead of overrunning the margin.
-    return r"[" + r",\ \allowbreak ".join(texts) + r"]"
+    return r"[" + (separator + r"\ \allowbreak ").join(texts) + r"]"
 
 
 def latex_matrix(rows: list[list[str]]) -> str:

@@ -72,6 +72,32 @@ class Language:
 ENGLISH = Language()
 
 
+def N_(message: str) -> str:  # noqa: N802 (gettext's name for a message marked, not translated)
+    """A message marked for the catalogue (scripts/make_catalogue.py), translated where it is
+    printed: a sentence the code keeps as data (a default title, a choice's explanation)."""
+    return message
+
+
+PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+SLOT = "\ue000{}\ue001"  # a placeholder's place while the message's words are printed
+
+
+def placed(message: str, values: dict, print_words, print_value) -> str:
+    """A message with its ``%(name)s`` placeholders filled: its words printed by ``print_words``
+    (escaped for LaTeX), each value by ``print_value`` (as the template would print it), so
+    that a value is never escaped twice nor a word left unescaped."""
+    slots = []
+
+    def slot(match: re.Match) -> str:
+        slots.append(print_value(values[match[1]]))
+        return SLOT.format(len(slots) - 1)
+
+    text = print_words(PLACEHOLDER.sub(slot, message))
+    for index, value in enumerate(slots):
+        text = text.replace(SLOT.format(index), str(value))
+    return text
+
+
 def catalogue_path(tag: str, teacher: Path | None = None) -> Path | None:
     """The first template folder's catalogue for ``tag`` (a teacher's first), or None."""
     return next((path for folder in template_folders(teacher)

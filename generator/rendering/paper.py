@@ -19,6 +19,7 @@ from generator.kinds.questions import Question
 from generator.maths import ops
 from generator.maths.exact import shown
 from generator.maths.spec import SpecError, parse_toml, read_user_file
+from generator.rendering.language import N_
 from generator.rendering.teacher_text import text_fault
 from generator.running.roster import Student
 
@@ -149,15 +150,35 @@ def writing_lines(part, calculator: bool = True) -> int:
                                math.ceil(part_seconds(part, calculator) / LINE_SECONDS)))
 
 
+# The titles a run gives where the teacher gives none (by whether the problems are scaled and
+# what they attend to: api.default_title), and the default instructions: printed in the
+# document's language (``header_text``), where a teacher's own text is printed as typed.
+TITLES = {(True, "self-attention"): N_("Scaled dot-product self-attention"),
+          (True, "cross-attention"): N_("Scaled dot-product cross-attention"),
+          (True, "attention"): N_("Scaled dot-product attention"),
+          (False, "self-attention"): N_("Dot-product self-attention"),
+          (False, "cross-attention"): N_("Dot-product cross-attention"),
+          (False, "attention"): N_("Dot-product attention")}
+DEFAULT_TITLE = TITLES[True, "self-attention"]
+INSTRUCTIONS = N_("Answer every part. Show every intermediate matrix, in order: "
+                  "each step earns its own marks.")
+HEADER_TEXTS = frozenset({*TITLES.values(), INSTRUCTIONS})
+
+
+def header_text(text: str, gettext: Callable[[str], str]) -> str:
+    """A header's text in the document's language where it is the run's own (the default title
+    or instructions); a teacher's text as typed."""
+    return gettext(text) if text in HEADER_TEXTS else text
+
+
 @dataclass(frozen=True)
 class DocumentInfo:
     """What the header of a document says; set from the command line."""
 
-    title: str = "Scaled dot-product self-attention"
+    title: str = DEFAULT_TITLE
     course: str = ""
     date: str = ""
-    instructions: str = ("Answer every part. Show every intermediate matrix, in order: "
-                         "each step earns its own marks.")
+    instructions: str = INSTRUCTIONS
     seed: int | None = None
     decimals: int = 4
     draw_command: str = ""  # how to draw the same random set again; empty for a spec file

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import difflib
+import re
 import traceback
 from collections.abc import Iterator
 from functools import partial
@@ -34,10 +35,11 @@ from generator.maths import insight, ops, steps
 from generator.maths.engine import Num
 from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
 from generator.rendering import formatting as fmt
-from generator.rendering.language import CATALOGUES, ENGLISH, Language, language_of
-from generator.rendering.paper import DocumentInfo, Paper, writing_lines
+from generator.rendering.language import CATALOGUES, ENGLISH, Language, language_of, placed
+from generator.rendering.paper import DocumentInfo, Paper, header_text, writing_lines
 from generator.rendering.prose import (
     PRINTERS,
+    LatexPrinter,
     ProseRenderer,
     SourceLoader,
     TypeProse,
@@ -192,6 +194,13 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
     also serves the HTML pages, which show the Markdown key's working as it is."""
     environment = make_environment(user_templates, language, autoescape=autoescape)
     add_prose(environment, "markdown", decimals, language)
+    if autoescape:  # the page's working: a message's words are the template's (trusted, as its
+        # text is), its values escaped for HTML as any value the template prints
+        install_messages(environment, language, str, lambda value: str(Markup.escape(value)), Markup)
+    else:
+        install_messages(environment, language)
+    # --no-calculator's example, in text: with the language's decimal mark
+    environment.globals["table_quotient"] = lambda places: language.number(fmt.table_quotient(places))
     def decimal_text(num, decimals: int) -> str:
         return language.number(fmt.decimal_text(num, decimals))
 
@@ -206,7 +215,8 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
             [[str(n.exact) if (step.name, i, j) in spec.fractions else number(n)
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)]),
         exact=partial(fmt.short_exact_text, decimals=decimals),
-        maths=plain_maths,  # a symbol the Python side wrote in TeX (A', Q_1), as plain text
+        # a symbol the Python side wrote in TeX (A', Q_1), as plain text, its words in the language
+        maths=lambda tex: plain_maths(words_in_maths(tex, language)),
         symbol=lambda name, head=None: plain_maths(steps.symbol(name, head)),  # scores: S
         entry_symbol=fmt.plain_entry_symbol,  # S[1,2]; S_1[1,2] for head 1
         literal=markdown_literal, code_span=markdown_code_span,  # a teacher's text, as typed
@@ -229,13 +239,15 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
         comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted,
         language=language)
     add_prose(environment, "latex", decimals, language)
+    install_messages(environment, language, MESSAGE_PRINTER.print, _escape_untrusted, NoEscape)
     def number(num) -> NoEscape:
         return NoEscape(fmt.latex_number(num, decimals))
 
+    latex_vector = partial(fmt.latex_vector, separator=language.list_separator.strip())
     environment.filters.update(
         num=number,
         paren=lambda n: NoEscape(fmt.parenthesized(number(n))),
-        vector=lambda nums: NoEscape(fmt.latex_vector([number(n) for n in nums])),
+        vector=lambda nums: NoEscape(latex_vector([number(n) for n in nums])),
         matrix=lambda step: NoEscape(fmt.latex_matrix([[number(n) for n in row]
                                                        for row in step.entries])),
         exact=lambda n: _trusted_or_none(fmt.short_exact_latex(n, decimals)),
@@ -244,15 +256,61 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
             [[fmt.exact_latex(n.exact) if (step.name, i, j) in spec.fractions else number(n)
               for j, n in enumerate(row)] for i, row in enumerate(step.entries)])),
         symbol=lambda name, head=None: NoEscape(steps.symbol(name, head)),
-        maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1)
+        maths=NoEscape,  # a symbol the Python side wrote in TeX (A', Q_1); LaTeX the template wrote
+        shown_symbol=lambda tex: NoEscape(words_in_maths(tex, language, MESSAGE_PRINTER.print)),
         # a command may wrap after a space or a slash of a long path, never run off the page
         shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
-        **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,
+        **_working_filters(decimals, fmt.latex_number, latex_vector, NoEscape,
                            rounded=NoEscape(r"\approx")),
     )
     return environment
+
+
+class MessagePrinter(LatexPrinter):
+    """Prints a template's sentence for LaTeX as prose is printed (words escaped, ``$maths$``
+    kept, ``**bold**``), a hyphen as written (TeX sets it alike: the English documents keep
+    their bytes) and a no-break space as ``~``."""
+
+    def _print_Text(self, piece) -> str:
+        return super()._print_Text(piece).replace("{-}", "-")
+
+
+MESSAGE_PRINTER = MessagePrinter()
+
+
+TEXT_IN_MATHS = re.compile(r"\\text\{([^{}]*?)(\s*)\}")
+
+
+def words_in_maths(tex: str, language: Language, escape=str) -> str:
+    """TeX whose ``\\text{...}`` words (marked N_ where the code writes them: "the student's")
+    are in the language, a translation's words escaped by ``escape``."""
+    def translated(match: re.Match) -> str:
+        words = language.gettext(match[1])
+        return r"\text{" + (match[1] if words == match[1] else escape(words)) + match[2] + "}"
+    return TEXT_IN_MATHS.sub(translated, tex)
+
+
+def install_messages(environment: jinja2.Environment, language: Language, print_words=str,
+                     print_value=str, mark=str) -> None:
+    """The templates' ``_``, ``gettext`` and ``ngettext`` (newstyle: ``%(name)s`` placeholders,
+    ``%(num)s`` the count): the message in the language, its words printed by ``print_words``
+    and each value by ``print_value``, a number in text with the language's decimal mark
+    (2,5 marks)."""
+    def value_text(value):
+        if type(value) is float:
+            value = language.number(f"{value:g}")
+        return print_value(value)
+
+    def gettext(message: str, **values):
+        return mark(placed(language.gettext(message), values, print_words, value_text))
+
+    def ngettext(singular: str, plural: str, n, **values):
+        return mark(placed(language.ngettext(singular, plural, n), {"num": n, **values},
+                           print_words, value_text))
+
+    environment.globals.update(_=gettext, gettext=gettext, ngettext=ngettext)
 
 
 DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{ ', ' if not loop.last }}"
@@ -273,10 +331,16 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
     text in a <pre>)."""
     renderers: dict[str, ProseRenderer] = {}
 
+    def marked_sentence(value):
+        """A sentence the code keeps as data and prose prints as a value (a choice, the slip
+        behind it: marked N_), in the language; any other value as it is."""
+        return language.gettext(value) if type(value) is str and " " in value else value
+
     def renderer(name: str) -> ProseRenderer:
         if name not in renderers:
             prose_environment = Sandbox(loader=SourceLoader(), undefined=jinja2.StrictUndefined,
-                                        autoescape=False, bytecode_cache=_bytecode_cache())
+                                        autoescape=False, finalize=marked_sentence,
+                                        bytecode_cache=_bytecode_cache({"finalize": marked_sentence}))
             renderers[name] = ProseRenderer(PRINTERS[name], prose_environment, language.gettext,
                                             "." if name == "latex" else language.decimal)
             prose_environment.filters.update(_prose_filters(renderers[name], decimals))
@@ -469,6 +533,10 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
     environment.globals.update(lang=language.tag, decimal_mark=language.decimal,
                                list_separator=language.list_separator)
     environment.globals["zip"] = zip
+    environment.filters["header_text"] = partial(header_text, gettext=language.gettext)
+    # a sentence that starts a note's run of sentences, its first letter a capital (as printed:
+    # LaTeX or Markup stays so)
+    environment.filters["capitalize_first"] = lambda text: type(text)(text[:1].upper() + text[1:])
     environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))

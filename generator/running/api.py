@@ -33,7 +33,7 @@ from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
 from generator.maths.spec import ProblemSpec
 from generator.rendering.formatting import table_places
 from generator.rendering.language import DEFAULT_TAG, language_of
-from generator.rendering.paper import DocumentInfo, header_fields
+from generator.rendering.paper import TITLES, DocumentInfo, header_fields
 from generator.rendering.render import ignored_overrides
 from generator.rendering.template_files import teacher_templates
 from generator.running.inputs import refuse_loop
@@ -152,11 +152,11 @@ def default_title(specs) -> str | None:
     """The documents' title where the teacher gives none and the default's words would not fit
     the problems: not "scaled" at scale 1, cross-attention where the problems are (all of
     them; some: attention); None where the default fits."""
-    scaled = "Dot-product" if specs and all(spec.unscaled for spec in specs) else "Scaled dot-product"
+    scaled = not (specs and all(spec.unscaled for spec in specs))
     crossed = [spec.cross for spec in specs]
     kind = ("cross-attention" if crossed and all(crossed) else "attention" if any(crossed)
             else "self-attention")
-    title = f"{scaled} {kind}"
+    title = TITLES[scaled, kind]
     return None if title == DocumentInfo.title else title
 
 
