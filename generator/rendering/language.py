@@ -72,6 +72,12 @@ class Language:
 ENGLISH = Language()
 
 
+def N_(message: str) -> str:
+    """A message marked for the catalogue (scripts/make_catalogue.py gathers it) where it is
+    written, and translated where it is printed (``Language.gettext``)."""
+    return message
+
+
 def catalogue_path(tag: str, teacher: Path | None = None) -> Path | None:
     """The first template folder's catalogue for ``tag`` (a teacher's first), or None."""
     return next((path for folder in template_folders(teacher)
