@@ -32,7 +32,7 @@ from generator.kinds.questions import Question
 from generator.kinds.sampling import NO_CALCULATOR_EXPONENTS
 from generator.maths.spec import ProblemSpec
 from generator.rendering.formatting import table_places
-from generator.rendering.language import DEFAULT_TAG, language_of
+from generator.rendering.language import DEFAULT_TAG, N_, language_of
 from generator.rendering.paper import DocumentInfo, header_fields
 from generator.rendering.render import ignored_overrides
 from generator.rendering.template_files import teacher_templates
@@ -146,6 +146,13 @@ def planned_problems(options: Options, students: list[Student] | None) -> Planne
     specs, notes = problem_sets(options, seed, students)
     return Planned(specs, seed, students, notes,
                    drawn=not (options.spec or options.problem is not None))
+
+
+# Every default title, marked for the catalogue: a document prints the title's translation
+# (a teacher's own title has none, and is printed as typed).
+DEFAULT_TITLES = (N_("Scaled dot-product self-attention"), N_("Scaled dot-product attention"),
+                  N_("Scaled dot-product cross-attention"), N_("Dot-product self-attention"),
+                  N_("Dot-product attention"), N_("Dot-product cross-attention"))
 
 
 def default_title(specs) -> str | None:
