@@ -221,7 +221,8 @@ def layer_norm_first(w) -> str:
     line = w.line
     entries = " + ".join(fmt.parenthesized(w.text(x)) if k else w.text(x)
                          for k, x in enumerate(line.inputs))
-    return f"row {line.row + 1}'s mean μ = ({entries}) / {len(line.inputs)} {w.result(line.mean)}."
+    return w._("row %(row)s's mean μ = (%(entries)s) / %(n)s %(result)s.", row=line.row + 1,
+               entries=entries, n=len(line.inputs), result=w.result(line.mean))
 
 
 LAYER_NORM_OP = ops.Op(

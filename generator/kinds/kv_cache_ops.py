@@ -142,7 +142,8 @@ def cache_size_first(w) -> str:
     """The hint's first line: the product written out, every digit (whole numbers, as the key's
     working writes them, never in scientific notation)."""
     line = w.line
-    return f"{' × '.join(str(f.exact) for f in line.factors)} = {line.total.exact} bytes."
+    return w._("%(product)s = %(total)s bytes.", product=" × ".join(str(f.exact) for f in line.factors),
+               total=line.total.exact)
 
 
 CACHE_SIZE_OP = ops.Op(

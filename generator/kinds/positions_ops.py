@@ -122,8 +122,9 @@ def sinusoid_seconds(step, cost) -> int:
 def sinusoid_first(w) -> str:
     """The hint's first line: the first position's first pair (one relation, the angle's)."""
     line = w.line
-    return (f"angle {w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}; its sine "
-            f"{w.text(line.sin)} and its cosine {w.text(line.cos)}.")
+    return w._("angle %(angle)s; its sine %(sin)s and its cosine %(cos)s.",
+               angle=f"{w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}",
+               sin=w.text(line.sin), cos=w.text(line.cos))
 
 
 SINUSOID_OP = ops.Op(
@@ -240,9 +241,10 @@ def rope_first(w) -> str:
     c, s = (w.text(n) for n in (line.cos, line.sin))
     turned = (products(((line.x, line.cos), (line.minus_y, line.sin)), w.text),
               products(((line.x, line.sin), (line.y, line.cos)), w.text))
-    return (f"angle {w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}, cos {c}, sin {s}; "
-            f"the pair turned, ({turned[0]}, {turned[1]}), is ({w.text(line.x_out)}, "
-            f"{w.text(line.y_out)}).")
+    return w._("angle %(angle)s, cos %(cos)s, sin %(sin)s; the pair turned, %(turned)s, is %(result)s.",
+               angle=f"{w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}",
+               cos=c, sin=s, turned=f"({turned[0]}{w.language.list_separator}{turned[1]})",
+               result=f"({w.text(line.x_out)}{w.language.list_separator}{w.text(line.y_out)})")
 
 
 ROPE_OP = ops.Op(
@@ -317,8 +319,10 @@ def alibi_bias_seconds(step, cost) -> int:
 def alibi_bias_first(w) -> str:
     """The hint's first line: the first query's row."""
     line = w.line
-    return (f"row 1: distances ({', '.join(w.text(d) for d in line.distances)}), times −"
-            f"{w.text(line.slope)}: ({', '.join(w.text(b) for b in line.result)}).")
+    listed = w.language.list_separator.join
+    return w._("row 1: distances (%(distances)s), times −%(slope)s: (%(biases)s).",
+               distances=listed(w.text(d) for d in line.distances), slope=w.text(line.slope),
+               biases=listed(w.text(b) for b in line.result))
 
 
 ALIBI_BIAS_OP = ops.Op(

@@ -86,8 +86,12 @@ def spread_first(w) -> str:
     are arithmetic a calculator checks, and a root is not among it)."""
     line = w.line
     exact = fmt.is_exact_at(line.raw, w.decimals)
-    return (f"Var(q·k) = {line.d_k.exact}; σ(q·k) is its square root, "
-            f"{'' if exact else 'about '}{fmt.decimal_text(line.raw, w.decimals)}.")
+    root = w.language.number(fmt.decimal_text(line.raw, w.decimals))
+    if exact:
+        return w._("Var(q·k) = %(variance)s; σ(q·k) is its square root, %(root)s.",
+                   variance=line.d_k.exact, root=root)
+    return w._("Var(q·k) = %(variance)s; σ(q·k) is its square root, about %(root)s.",
+               variance=line.d_k.exact, root=root)
 
 
 SPREAD_OP = ops.Op(
