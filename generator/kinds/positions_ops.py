@@ -122,8 +122,8 @@ def sinusoid_seconds(step, cost) -> int:
 def sinusoid_first(w) -> str:
     """The hint's first line: the first position's first pair (one relation, the angle's)."""
     line = w.line
-    return w._("angle %(angle)s; its sine %(sin)s and its cosine %(cos)s.",
-               angle=f"{w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}",
+    angle = f"{w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}"
+    return w._("angle %(angle)s; its sine %(sin)s and its cosine %(cos)s.", angle=angle,
                sin=w.text(line.sin), cos=w.text(line.cos))
 
 
@@ -241,10 +241,11 @@ def rope_first(w) -> str:
     c, s = (w.text(n) for n in (line.cos, line.sin))
     turned = (products(((line.x, line.cos), (line.minus_y, line.sin)), w.text),
               products(((line.x, line.sin), (line.y, line.cos)), w.text))
+    pair = w.language.list_separator.join
+    angle = f"{w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}"
     return w._("angle %(angle)s, cos %(cos)s, sin %(sin)s; the pair turned, %(turned)s, is %(result)s.",
-               angle=f"{w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}",
-               cos=c, sin=s, turned=f"({turned[0]}{w.language.list_separator}{turned[1]})",
-               result=f"({w.text(line.x_out)}{w.language.list_separator}{w.text(line.y_out)})")
+               angle=angle, cos=c, sin=s, turned="(" + pair(turned) + ")",
+               result="(" + pair((w.text(line.x_out), w.text(line.y_out))) + ")")
 
 
 ROPE_OP = ops.Op(
