@@ -22,7 +22,8 @@ from generator.maths import ops, steps
 from generator.maths.marking import Tolerances, slips
 from generator.rendering import formatting as fmt
 from generator.rendering.hints import hint_of, pick_hint
-from generator.rendering.language import ENGLISH, Language, language_of
+from generator.rendering.language import ENGLISH, Language, language_of, speaking
+from generator.rendering.language import gettext as _
 from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.prose import mathml, plain_maths, spoken
 from generator.rendering.render import add_prose, markdown_environment, rendered_pieces
@@ -70,7 +71,7 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
         pages[name] = sink.text(name, rendered_pieces(
             template, paper=paper, info=info, script=script,
-            data=practice_data(paper, info.decimals), page_language=page_language(language)))
+            data=practice_data(paper, info.decimals, language), page_language=page_language(language)))
     return pages
 
 
@@ -109,13 +110,14 @@ def _js_key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else json.dumps(name)
 
 
-def practice_data(paper: Paper, decimals: int) -> dict:
+def practice_data(paper: Paper, decimals: int, language: Language = ENGLISH) -> dict:
     """What the page's script needs to mark answers: each grid's key values and tolerances
     (``marking``: ``local`` when every input is the student's own, else ``chain``), the key's
     value of every step (for an earlier step left blank), the matrices the page shows as it
     shows them (``shown_inputs``), the step graph (``step_graph``) that carries a student's
     own values forward and names each step's common slips, and each choice's answer (and,
-    for "which key gets the most attention", the grid of weights it follows, ``top_choices``)."""
+    for "which key gets the most attention", the grid of weights it follows, ``top_choices``).
+    What the page says of a slip is in the language."""
     problems = {}
     for problem in paper.problems:
         question = problem.question
@@ -129,7 +131,7 @@ def practice_data(paper: Paper, decimals: int) -> dict:
                     "chain": _values(tolerance.chain, 3), "local": _values(tolerance.local, 3)}
         problems[question.spec.id] = {
             "steps": grids,
-            "graph": step_graph(question),
+            "graph": step_graph(question, language),
             "known": {prefix + step.name: _values(step.numeric)
                       for prefix, solution in question.worked for step in solution.steps
                       if "." not in step.name},
@@ -240,11 +242,17 @@ def _gap(step, i: int, j: int, tolerance: float, weight: int, typed=("mask",)) -
     return fmt.cloze_numerical(value, tolerance, weight) if math.isfinite(value) else None
 
 
-def step_graph(question) -> dict:
+def step_graph(question, language: Language = ENGLISH) -> dict:
     """How each step the student works follows from others, read from the plans the engine
     ran (``steps.plan``) and the matrices the question picks off others (``Question.picks``):
     {name: {op, inputs, ..., slips}}, names as the page's grids are named.  Each slip is a
-    change to the step and what the page says when a student's grid is what it gives."""
+    change to the step and what the page says when a student's grid is what it gives (in the
+    language: the ops' slips faces say it by ``language.gettext``, spoken here)."""
+    with speaking(language):
+        return _step_graph(question)
+
+
+def _step_graph(question) -> dict:
     graph = {}
     for prefix, solution in question.worked:
         named = partial(_prefixed, prefix)
@@ -289,8 +297,10 @@ def _skipping_slips(step, plan, sym) -> list[tuple[dict, str]]:
             if (y.name not in (name, step.name) and y.op == x.op
                     and list(y.inputs) == [z.inputs[0], *x.inputs[1:]]):
                 inputs = [*step.inputs[:k], y.name, *step.inputs[k + 1:]]
-                found.append(({"inputs": inputs}, f"this is worked from {sym(y.name)}, not {sym(name)}: "
-                               f"{sym(y.name)} is from {sym(z.inputs[0])}, skipping {sym(z.name)}"))
+                found.append(({"inputs": inputs}, _(
+                    "this is worked from %(used)s, not %(input)s: %(used)s is from %(source)s, "
+                    "skipping %(skipped)s") % {"used": sym(y.name), "input": sym(name),
+                                                "source": sym(z.inputs[0]), "skipped": sym(z.name)}))
     return found
 
 

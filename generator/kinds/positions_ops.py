@@ -24,6 +24,7 @@ import sympy
 from generator.maths import ops
 from generator.maths.engine import Num, Step
 from generator.rendering.hints import OpHint, products
+from generator.rendering.language import gettext as _
 
 SINUSOID = "sinusoid"
 ROPE = "rope"
@@ -105,10 +106,11 @@ def sinusoid_shape(step_def, shapes):
 def sinusoid_slips(step_def, sym, spec, before, whole=None):
     """The calculator in degrees, sin and cos swapped."""
     me = sym(step_def.name)
-    return [({"degrees": True}, f"this is worked in degrees: the angles p·ω of {me} are radians "
-                                f"(set the calculator to RAD)"),
-            ({"swapped": True}, f"sin and cos are swapped: {me}(p, 2i) = sin(p·ωᵢ) in the even "
-                                f"columns (1, 3, ...), {me}(p, 2i+1) = cos(p·ωᵢ) beside it")]
+    return [({"degrees": True}, _("this is worked in degrees: the angles p·ω of %(me)s are radians "
+                                  "(set the calculator to RAD)") % {"me": me}),
+            ({"swapped": True}, _("sin and cos are swapped: %(me)s(p, 2i) = sin(p·ωᵢ) in the even "
+                                  "columns (1, 3, ...), %(me)s(p, 2i+1) = cos(p·ωᵢ) beside it")
+             % {"me": me})]
 
 
 def sinusoid_seconds(step, cost) -> int:
@@ -214,15 +216,17 @@ def rope_slips(step_def, sym, spec, before, whole=None):
     and, of four columns or more, the pairs taken as the two halves (x_i, x_{i+d/2}) rather than
     interleaved."""
     me, of = sym(step_def.name), sym(step_def.inputs[0])
-    found = [({"direction": -1}, f"this turns each pair the wrong way: ({of}₂ᵢ₊₁, {of}₂ᵢ₊₂) becomes "
-                                 f"(x cos a − y sin a, x sin a + y cos a) in {me}, a = m·θᵢ"),
-             ({"degrees": True}, f"this is worked in degrees: the angles m·θᵢ of {me} are radians "
-                                 f"(set the calculator to RAD)"),
-             ({"swapped": True}, f"cos and sin are swapped: {me} turns each pair (x, y) to "
-                                 f"(x cos a − y sin a, x sin a + y cos a), a = m·θᵢ")]
+    values = {"me": me, "of": of}
+    found = [({"direction": -1}, _("this turns each pair the wrong way: (%(of)s₂ᵢ₊₁, %(of)s₂ᵢ₊₂) "
+                                   "becomes (x cos a − y sin a, x sin a + y cos a) in %(me)s, "
+                                   "a = m·θᵢ") % values),
+             ({"degrees": True}, _("this is worked in degrees: the angles m·θᵢ of %(me)s are radians "
+                                   "(set the calculator to RAD)") % values),
+             ({"swapped": True}, _("cos and sin are swapped: %(me)s turns each pair (x, y) to "
+                                   "(x cos a − y sin a, x sin a + y cos a), a = m·θᵢ") % values)]
     if spec.d_k >= 4:
-        found.append(({"halves": True}, f"this pairs column i with column i + d/2: {me} turns the "
-                                        f"neighbouring columns (1, 2), (3, 4), ... together"))
+        found.append(({"halves": True}, _("this pairs column i with column i + d/2: %(me)s turns the "
+                                          "neighbouring columns (1, 2), (3, 4), ... together") % values))
     return found
 
 
@@ -306,10 +310,10 @@ def alibi_bias_shape(step_def, shapes):
 def alibi_bias_slips(step_def, sym, spec, before, whole=None):
     """The sign left off (a bonus for distance), or the slope left out."""
     me = sym(step_def.name)
-    return [({"sign": 1}, f"the bias is a penalty: {me}ᵢⱼ = −m·|i − j|, negative, so that far "
-                          f"keys lose weight"),
-            ({"unsloped": True}, f"the slope is missing: {me}ᵢⱼ = −m·|i − j|, the distance times "
-                                 f"this head's slope m")]
+    return [({"sign": 1}, _("the bias is a penalty: %(me)sᵢⱼ = −m·|i − j|, negative, so that far "
+                            "keys lose weight") % {"me": me}),
+            ({"unsloped": True}, _("the slope is missing: %(me)sᵢⱼ = −m·|i − j|, the distance times "
+                                   "this head's slope m") % {"me": me})]
 
 
 def alibi_bias_seconds(step, cost) -> int:

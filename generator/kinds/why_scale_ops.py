@@ -21,6 +21,7 @@ from generator.maths import ops
 from generator.maths.engine import Num, Step
 from generator.rendering import formatting as fmt
 from generator.rendering.hints import OpHint
+from generator.rendering.language import gettext as _
 
 SPREAD = "spread"
 
@@ -71,9 +72,9 @@ def spread_shape(step_def, shapes):
 
 def spread_slips(step_def, sym, spec, before, whole=None):
     """The variance written for the standard deviation, or the scaled score's σ divided by d_k."""
-    return [({"variance": True}, "d_k is the variance of q·k; its standard deviation is √d_k"),
-            ({"over_dk": True}, "dividing q·k by √d_k divides its standard deviation by √d_k: "
-                                "√d_k / √d_k = 1")]
+    return [({"variance": True}, _("d_k is the variance of q·k; its standard deviation is √d_k")),
+            ({"over_dk": True}, _("dividing q·k by √d_k divides its standard deviation by √d_k: "
+                                  "√d_k / √d_k = 1"))]
 
 
 def spread_seconds(step, cost) -> int:
