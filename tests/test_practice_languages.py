@@ -117,3 +117,16 @@ def test_a_german_page_marks_a_decimal_comma_and_says_its_feedback_in_german(sit
         english = {word for text in said for word in re.findall(r"[A-Za-z]+", text or "")
                    if word.lower() in SCRIPT_ENGLISH}
         assert not english, (english, said)
+
+
+def test_what_the_page_says_of_a_slip_is_in_the_pages_language(sites):
+    """Each common slip the German page names (the step graph's "says") is the catalogue's German,
+    not the English page's words: the same slips, other words."""
+    def says(tag):
+        problems = page_json(sites[tag], "answers")["problems"]
+        return [slip["says"] for problem in problems.values() for step in problem["graph"].values()
+                for slip in step.get("slips", [])]
+    english, german = says("en"), says("de")
+    assert len(english) == len(german) > 5
+    assert all(e != g for e, g in zip(english, german)), [e for e, g in zip(english, german) if e == g]
+    assert "d_k ist die Varianz von q·k; ihre Standardabweichung ist √d_k" in german
