@@ -22,7 +22,7 @@ from generator.maths import ops, steps
 from generator.maths.marking import Tolerances, slips
 from generator.rendering import formatting as fmt
 from generator.rendering.hints import hint_of, pick_hint
-from generator.rendering.language import ENGLISH, Language, language_of, speaking
+from generator.rendering.language import ENGLISH, Language, language_of, said, speaking
 from generator.rendering.language import gettext as _
 from generator.rendering.paper import DocumentInfo, Paper
 from generator.rendering.prose import mathml, plain_maths, spoken
@@ -277,8 +277,8 @@ def _step_graph(question) -> dict:
     for pick in question.picks:
         graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
                             "columns": pick.columns,
-                            "slips": [{"change": {"rows": rows, "columns": columns}, "says": says}
-                                      for rows, columns, says in pick.slips]}
+                            "slips": [{"change": {"rows": rows, "columns": columns},
+                                       "says": said(says, _)} for rows, columns, says in pick.slips]}
     return graph
 
 

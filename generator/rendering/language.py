@@ -101,6 +101,17 @@ def gettext(message: str) -> str:
     return _SPEAKING.get().gettext(message)
 
 
+def said(message, gettext=str) -> str:
+    """A sentence kept as (message, values) until it is said (a question's slips, made before its
+    page's language is known), said by ``gettext``: a value that is itself (message, values) is
+    said alike; a plain string is already said."""
+    if isinstance(message, str):
+        return message
+    text, values = message
+    return gettext(text) % {name: said(value, gettext) if isinstance(value, tuple) else value
+                            for name, value in values.items()}
+
+
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural message for ``n`` in the language being spoken (``speaking``)."""
     return _SPEAKING.get().ngettext(singular, plural, n)
