@@ -130,3 +130,19 @@ def test_what_the_page_says_of_a_slip_is_in_the_pages_language(sites):
     assert len(english) == len(german) > 5
     assert all(e != g for e, g in zip(english, german)), [e for e, g in zip(english, german) if e == g]
     assert "d_k ist die Varianz von q·k; ihre Standardabweichung ist √d_k" in german
+
+
+def test_a_right_to_left_language_gives_the_page_its_direction(tmp_path):
+    """A teacher's catalogue for Arabic (locales/ar.po in a --templates folder): the page is
+    <html lang="ar" dir="rtl">, its buttons in the catalogue's words."""
+    from generator.cli import main
+    locales = tmp_path / "templates" / "locales"
+    locales.mkdir(parents=True)
+    (locales / "ar.po").write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+                                   'msgid "Check"\nmsgstr "تحقق"\n', encoding="utf-8")
+    assert main(["--types", "full", "--count", "1", "--seed", "3", "--lang", "ar", "--templates",
+                 str(tmp_path / "templates"), "--format", "html", "--practice",
+                 "--out", str(tmp_path / "out")]) == 0
+    page = (tmp_path / "out" / "practice.html").read_text(encoding="utf-8")
+    assert '<html lang="ar" dir="rtl">' in page
+    assert ">تحقق</button>" in page
