@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from generator.kinds import TYPES  # noqa: E402
-from generator.maths import steps  # noqa: E402
+from generator.maths import ops, steps  # noqa: E402
 from generator.rendering.language import PAGE  # noqa: E402
 from generator.rendering.render import DEFAULT_PROMPT  # noqa: E402
 from generator.running.plugins import load_plugins  # noqa: E402
@@ -68,9 +68,12 @@ def prose_messages():
             if worded(piece):
                 yield piece, f"generator/kinds/{name}", None
     for name, step in steps.REGISTRY.items():
-        for piece in (step.prompt, step.formula):  # a step's heading in the key is its formula
+        for piece in (step.prompt, step.formula):  # a grid's caption is its step's formula
             if piece and worded(piece):
                 yield piece, f"generator/maths/steps/{name}", None
+    for name, op in ops.registered().items():  # the page's hints: how to start a step of the op
+        if op.hint is not None and worded(op.hint.how):
+            yield op.hint.how, f"generator/maths/ops/{name}", None
     yield DEFAULT_PROMPT, "generator/rendering/render.py", None
 
 

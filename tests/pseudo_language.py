@@ -95,10 +95,14 @@ class VisibleText(HTMLParser):
             self.parts.append(data)
 
 
+# Not text: Moodle's placeholder for the course a category is imported into ($course$/top/...).
+NOT_TEXT = re.compile(r"\$course\$")
+
+
 def html_text(html: str) -> str:
     """The visible text of an HTML document or fragment."""
     parser = VisibleText()
-    parser.feed(html)
+    parser.feed(NOT_TEXT.sub(" ", html))
     return " ".join(parser.parts)
 
 

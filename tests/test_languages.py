@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,8 @@ def pseudo_set(tmp_path_factory):
                                   "--templates", folder / "templates",
                                   "--format", "md,html,moodle,qti", "--out", out)])
     assert code == 0
+    with zipfile.ZipFile(out / "qti.zip") as package:  # the Canvas package's files, read as they are
+        package.extractall(out / "qti")
     return out
 
 

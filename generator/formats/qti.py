@@ -36,8 +36,8 @@ from generator.formats.web import mask_forms, web_environment, written_symbol
 from generator.maths import steps
 from generator.maths.marking import Tolerances
 from generator.rendering.formatting import plain_entry_text, plain_maths, shape_forms
-from generator.rendering.language import language_of
-from generator.rendering.paper import DocumentInfo, Paper
+from generator.rendering.language import ENGLISH, Language, language_of
+from generator.rendering.paper import DocumentInfo, Paper, header_text
 from generator.rendering.render import rendered_pieces
 from generator.rendering.sinks import IN_MEMORY, Sink
 
@@ -99,12 +99,12 @@ def render_qti(keys: list[Paper], info: DocumentInfo, user_templates: Path | Non
     """qti.zip: imsmanifest.xml and one assessment per version, written into ``sink``, each
     assessment compressed as it is rendered (a large set's XML runs to hundreds of
     megabytes)."""
-    environment = web_environment(info.decimals, user_templates, "html",
-                                  language_of(info.language, user_templates))
+    language = language_of(info.language, user_templates)
+    environment = web_environment(info.decimals, user_templates, "html", language)
     environment.filters.update(xml_text=lambda html: escape(str(html)), plain=plain)
     package = package_ident(keys)
     rows = asked_rows(keys, info.decimals)
-    quizzes = [build_quiz(paper, info, package, rows) for paper in keys]
+    quizzes = [build_quiz(paper, info, package, rows, language) for paper in keys]
     assessment = environment.get_template("qti/assessment.xml.j2")
     files = {"imsmanifest.xml": rendered_pieces(environment.get_template("qti/manifest.xml.j2"),
                                                 quizzes=quizzes, info=info, ident=package),
@@ -143,28 +143,37 @@ def package_ident(keys: list[Paper]) -> str:
     return "gp-" + hashlib.sha256(ids.encode()).hexdigest()[:12]
 
 
-def build_quiz(paper: Paper, info: DocumentInfo, package: str, rows: dict | None = None) -> Quiz:
-    """A paper's quiz: a section per problem, titled with the version when there are several."""
+def build_quiz(paper: Paper, info: DocumentInfo, package: str, rows: dict | None = None,
+               language: Language = ENGLISH) -> Quiz:
+    """A paper's quiz: a section per problem, titled with the version when there are several;
+    its titles in the language."""
+    _ = language.gettext
     ident = f"{package}-v{paper.version}"
-    title = f"{info.title}, version {paper.version}" if info.versioned else info.title
-    sections = tuple(QuizSection(f"{ident}-p{problem.number}", f"Problem {problem.number}",
-                                 tuple(problem_items(problem, info.decimals, ident, rows or {})))
+    title = header_text(info.title, language.gettext)  # the default title translated, a teacher's as typed
+    if info.versioned:
+        title = _("%(title)s, version %(version)s") % {"title": title, "version": paper.version}
+    sections = tuple(QuizSection(f"{ident}-p{problem.number}",
+                                 _("Problem %(number)s") % {"number": problem.number},
+                                 tuple(problem_items(problem, info.decimals, ident, rows or {},
+                                                     language)))
                      for problem in paper.problems)
     file = f"version-{paper.version:02d}.xml" if info.versioned else "quiz.xml"
     return Quiz(ident, title, file, sections)
 
 
-def problem_items(problem, decimals: int, quiz: str, rows: dict):
+def problem_items(problem, decimals: int, quiz: str, rows: dict, language: Language = ENGLISH):
     """The items of one problem, in the paper's order: what it gives, then each part's;
-    ``rows`` says which row a larger step asks (``asked_rows``)."""
+    ``rows`` says which row a larger step asks (``asked_rows``); titled in the language."""
+    _ = language.gettext
     question = problem.question
     base = f"{quiz}-{safe(question.spec.id)}"
-    yield QuizItem(f"{base}-given", f"{question.spec.id}: problem {problem.number}, what it gives",
+    yield QuizItem(f"{base}-given", _("%(id)s: problem %(number)s, what it gives") % {
+                       "id": question.spec.id, "number": problem.number},
                    "text_only_question", Decimal(0), problem)
     tolerances = Tolerances(question, decimals)
     scale = 10 ** max(0, decimals - CANVAS_PLACES)
     for part in question.parts:
-        asked = [(step, *asked_entries(step, rows.get(slot(question, part, k, step)), part))
+        asked = [(step, *asked_entries(step, rows.get(slot(question, part, k, step)), part, language))
                  for k, step in enumerate(part.written)]
         points = split_points(part.marks, item_shares(
             part, [len(e) + part.asks_shape for _, e, _ in asked]))
@@ -186,23 +195,29 @@ def problem_items(problem, decimals: int, quiz: str, rows: dict):
                     canvas_answer(step.numeric[i, j] * scale, tolerance[i, j] * scale))
             if part.asks_shape:
                 yield QuizItem(f"{base}-{part.letter}-{step_index(part, step)}-shape",
-                               f"{title} shape of {symbol_text(part, step)}", "short_answer_question",
+                               _("%(title)s shape of %(symbol)s") % {
+                                   "title": title, "symbol": symbol_text(part, step)},
+                               "short_answer_question",
                                points.pop(0), problem, part, step, forms=shape_forms(*step.shape))
         if part.item:
-            yield QuizItem(f"{base}-{part.letter}-choice", f"{question.spec.id} ({part.letter}) choice",
+            yield QuizItem(f"{base}-{part.letter}-choice", _("%(id)s (%(part)s) choice") % {
+                               "id": question.spec.id, "part": part.letter},
                            "multiple_choice_question", points.pop(0), problem, part)
 
 
-def asked_entries(step, row: int | None = None, part=None) -> tuple[list[tuple[int, int]], str]:
-    """The entries a step's items ask: all of a small step's; else those of one row (not
-    -inf), ``row`` or else the first that sees the most keys."""
+def asked_entries(step, row: int | None = None, part=None,
+                  language: Language = ENGLISH) -> tuple[list[tuple[int, int]], str]:
+    """The entries a step's items ask: all of a small step's ("every entry"); else those of
+    one row (not -inf), ``row`` or else the first that sees the most keys (said in the
+    language: "row 2 of S")."""
     finite = [[math.isfinite(x) or step.kind == "mask" for x in row] for row in step.numeric.tolist()]
     everything = [(i, j) for i, row in enumerate(finite) for j, seen in enumerate(row) if seen]
     if len(everything) <= SMALL_STEP:
         return everything, "every entry"
     row = row_order(step, None)[0] if row is None else row
     return ([(row, j) for j, seen in enumerate(finite[row]) if seen],
-            f"row {row + 1} of {symbol_text(part, step)}")
+            language.gettext("row %(row)s of %(symbol)s") % {"row": row + 1,
+                                                             "symbol": symbol_text(part, step)})
 
 
 def asked_rows(keys: list[Paper], decimals: int) -> dict[tuple, int]:

@@ -22,8 +22,9 @@ from generator.maths import ops, steps
 from generator.maths.marking import Tolerances, slips
 from generator.rendering import formatting as fmt
 from generator.rendering.hints import hint_of, pick_hint
-from generator.rendering.language import ENGLISH, Language, language_of
-from generator.rendering.paper import DocumentInfo, Paper
+from generator.rendering.language import ENGLISH, Language, language_of, said, speaking
+from generator.rendering.language import gettext as _
+from generator.rendering.paper import DocumentInfo, Paper, header_text
 from generator.rendering.prose import mathml, plain_maths, spoken
 from generator.rendering.render import add_prose, markdown_environment, rendered_pieces
 from generator.rendering.sinks import IN_MEMORY, Sink
@@ -61,8 +62,8 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
                     sink: Sink = IN_MEMORY) -> dict[str, str | Path]:
     """One practice page per version: practice.html, or practice/version-NN.html, each
     written into ``sink`` as it is rendered."""
-    environment = web_environment(info.decimals, user_templates, "html",
-                                  language_of(info.language, user_templates))
+    language = language_of(info.language, user_templates)
+    environment = web_environment(info.decimals, user_templates, "html", language)
     template = environment.get_template("html/practice.html.j2")
     script = Markup(practice_script(user_templates))
     pages = {}
@@ -70,8 +71,17 @@ def render_practice(keys: list[Paper], info: DocumentInfo, user_templates: Path 
         name = f"practice/version-{paper.version:02d}.html" if info.versioned else "practice.html"
         pages[name] = sink.text(name, rendered_pieces(
             template, paper=paper, info=info, script=script,
-            data=practice_data(paper, info.decimals)))
+            data=practice_data(paper, info.decimals, language), page_language=page_language(language)))
     return pages
+
+
+def page_language(language: Language) -> dict | None:
+    """What the page's script needs of the language, as its data (the JSON block #language):
+    its decimal mark and its messages (the catalogue's, context "page"), which ``t`` in
+    practice.js looks up; None for English, whose script says its messages as written."""
+    if language.decimal == "." and not language.page:
+        return None
+    return {"tag": language.tag, "decimal": language.decimal, "messages": language.page}
 
 
 def practice_script(user_templates: Path | None = None) -> str:
@@ -100,13 +110,14 @@ def _js_key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else json.dumps(name)
 
 
-def practice_data(paper: Paper, decimals: int) -> dict:
+def practice_data(paper: Paper, decimals: int, language: Language = ENGLISH) -> dict:
     """What the page's script needs to mark answers: each grid's key values and tolerances
     (``marking``: ``local`` when every input is the student's own, else ``chain``), the key's
     value of every step (for an earlier step left blank), the matrices the page shows as it
     shows them (``shown_inputs``), the step graph (``step_graph``) that carries a student's
     own values forward and names each step's common slips, and each choice's answer (and,
-    for "which key gets the most attention", the grid of weights it follows, ``top_choices``)."""
+    for "which key gets the most attention", the grid of weights it follows, ``top_choices``).
+    What the page says of a slip is in the language."""
     problems = {}
     for problem in paper.problems:
         question = problem.question
@@ -120,7 +131,7 @@ def practice_data(paper: Paper, decimals: int) -> dict:
                     "chain": _values(tolerance.chain, 3), "local": _values(tolerance.local, 3)}
         problems[question.spec.id] = {
             "steps": grids,
-            "graph": step_graph(question),
+            "graph": step_graph(question, language),
             "known": {prefix + step.name: _values(step.numeric)
                       for prefix, solution in question.worked for step in solution.steps
                       if "." not in step.name},
@@ -231,11 +242,17 @@ def _gap(step, i: int, j: int, tolerance: float, weight: int, typed=("mask",)) -
     return fmt.cloze_numerical(value, tolerance, weight) if math.isfinite(value) else None
 
 
-def step_graph(question) -> dict:
+def step_graph(question, language: Language = ENGLISH) -> dict:
     """How each step the student works follows from others, read from the plans the engine
     ran (``steps.plan``) and the matrices the question picks off others (``Question.picks``):
     {name: {op, inputs, ..., slips}}, names as the page's grids are named.  Each slip is a
-    change to the step and what the page says when a student's grid is what it gives."""
+    change to the step and what the page says when a student's grid is what it gives (in the
+    language: the ops' slips faces say it by ``language.gettext``, spoken here)."""
+    with speaking(language):
+        return _step_graph(question)
+
+
+def _step_graph(question) -> dict:
     graph = {}
     for prefix, solution in question.worked:
         named = partial(_prefixed, prefix)
@@ -260,8 +277,8 @@ def step_graph(question) -> dict:
     for pick in question.picks:
         graph[pick.name] = {"op": "pick", "inputs": [pick.source], "rows": pick.rows,
                             "columns": pick.columns,
-                            "slips": [{"change": {"rows": rows, "columns": columns}, "says": says}
-                                      for rows, columns, says in pick.slips]}
+                            "slips": [{"change": {"rows": rows, "columns": columns},
+                                       "says": said(says, _)} for rows, columns, says in pick.slips]}
     return graph
 
 
@@ -280,8 +297,10 @@ def _skipping_slips(step, plan, sym) -> list[tuple[dict, str]]:
             if (y.name not in (name, step.name) and y.op == x.op
                     and list(y.inputs) == [z.inputs[0], *x.inputs[1:]]):
                 inputs = [*step.inputs[:k], y.name, *step.inputs[k + 1:]]
-                found.append(({"inputs": inputs}, f"this is worked from {sym(y.name)}, not {sym(name)}: "
-                               f"{sym(y.name)} is from {sym(z.inputs[0])}, skipping {sym(z.name)}"))
+                found.append(({"inputs": inputs}, _(
+                    "this is worked from %(used)s, not %(input)s: %(used)s is from %(source)s, "
+                    "skipping %(skipped)s") % {"used": sym(y.name), "input": sym(name),
+                                                "source": sym(z.inputs[0]), "skipped": sym(z.name)}))
     return found
 
 
@@ -318,15 +337,16 @@ def plain_symbol(name: str) -> str:
 
 STRONG = re.compile(r"\*\*(.+?)\*\*")
 
-def page_hint(question, step, part, info, decimals: int):
+def page_hint(question, step, part, info, decimals: int, language: Language = ENGLISH):
     """A step's hint: read off another matrix (a head's block, the swapped weights) as its
-    pick says, else from the op that computes it."""
+    pick says, else from the op that computes it; in the language."""
     index = part.written.index(step) if step in part.written else 0
     pick = next((p for p in question.picks if p.name == grid_name(part, index, step)), None)
     if pick is not None:
-        return pick_hint(pick, steps.symbol(pick.source), written_symbol(part, index, step))
+        return pick_hint(pick, steps.symbol(pick.source), written_symbol(part, index, step),
+                         language)
     return hint_of(question, step, part.head, decimals,
-                   info.table_places if info.exponent_table else None)
+                   info.table_places if info.exponent_table else None, language)
 
 
 def grid_name(part, index: int, step) -> str:
@@ -351,25 +371,28 @@ def first_row(step) -> int:
     return getattr(step.working[0], "row", 0)
 
 
-def grid_label(problem, part, index: int, step) -> str:
+def grid_label(problem, part, index: int, step, gettext=str) -> str:
     """What a screen reader says of a grid's boxes before their row and column: which problem
-    and part, and the step's symbol (every problem has a Q)."""
-    return f"Problem {problem.number} ({part.letter}), {spoken(written_symbol(part, index, step))}"
+    and part, and the step's symbol (every problem has a Q), in the language of ``gettext``."""
+    _ = gettext
+    return _("Problem %(number)s (%(part)s), %(symbol)s") % {
+        "number": problem.number, "part": part.letter,
+        "symbol": spoken(written_symbol(part, index, step), gettext)}
 
 
-def widened_example(items, decimals: int) -> dict | None:
+def widened_example(items, decimals: int, written=str) -> dict | None:
     """A number the key's working writes with more decimals than the matrices show (0.16425
-    for 0.1643), and as they show it: the first such in the working of these problems' or
-    parts' steps, or None."""
+    for 0.1643), and as they show it (each written by ``written``: the language's decimal
+    mark): the first such in the working of these problems' or parts' steps, or None."""
     parts = [part for item in items for part in getattr(item, "parts", (item,))]
     shown = [step for part in parts for step in part.steps]
     # an entry of a matrix first (a weight): an exponential is in no matrix
     for step in sorted(shown, key=lambda step: step.kind == "softmax"):
         for line in step.working:
-            number = fmt.widened_operand(line, decimals)
-            if number is not None:
-                return {"long": fmt.decimal_text(number, fmt.working_places(line, decimals)),
-                        "short": fmt.decimal_text(number, decimals)}
+            found = fmt.widened_operand(line, decimals)
+            if found is not None:
+                return {"long": written(fmt.decimal_text(found, fmt.working_places(line, decimals))),
+                        "short": written(fmt.decimal_text(found, decimals))}
     return None
 
 
@@ -388,14 +411,23 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str,
     for Moodle (TeX for its MathJax filter), in the language."""
     environment = markdown_environment(decimals, user_templates, autoescape=True, language=language)
     add_prose(environment, prose, decimals, language)
-    number = partial(fmt.decimal_text, decimals=decimals)
+
+    def number(n) -> str:  # a matrix's entry, with the language's decimal mark
+        return language.number(fmt.decimal_text(n, decimals))
+
+    def tex_number(n) -> str:  # in TeX a comma in braces is a decimal comma (no space after it)
+        return fmt.latex_number(n, decimals).replace(".", "{" + language.decimal + "}") \
+            if language.decimal != "." else fmt.latex_number(n, decimals)
     environment.filters.update(
         mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]
                                                       for row in step.entries])),
         mathml_symbol=lambda tex: Markup(mathml(tex).removeprefix("<math>").removesuffix("</math>")),
-        spoken=spoken,  # a symbol's accessible name: S tilde sub 1
+        # a symbol's accessible name, in the language: S tilde sub 1
+        spoken=lambda tex: spoken(tex, language.gettext),
+        # a default text (the title) translated, a teacher's kept as typed
+        translated=partial(header_text, gettext=language.gettext),
         tex_symbol=steps.symbol,
-        tex_matrix=lambda step: fmt.latex_matrix([[fmt.latex_number(n, decimals) for n in row]
+        tex_matrix=lambda step: fmt.latex_matrix([[tex_number(n) for n in row]
                                                   for row in step.entries]),
         # a choice rendered by the escaping environment, unescaped, then escaped as Moodle reads it
         cloze_text=lambda text: Markup(fmt.cloze_escape(Markup(text).unescape())),
@@ -406,9 +438,11 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str,
     environment.tests["masked"] = lambda num: num.value == float("-inf")
     environment.globals["grid_name"] = grid_name
     environment.globals.update(
-        hint_of=lambda question, step, part, info: page_hint(question, step, part, info, decimals),
-        grid_label=grid_label, written_symbol=written_symbol, first_row=first_row,
-        widened_example=lambda items: widened_example(items, decimals))
+        hint_of=lambda question, step, part, info: page_hint(question, step, part, info, decimals,
+                                                             language),
+        grid_label=partial(grid_label, gettext=language.gettext), written_symbol=written_symbol,
+        first_row=first_row, direction=language.direction,
+        widened_example=lambda items: widened_example(items, decimals, language.number))
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
     environment.filters["entry_chars"] = lambda step: entry_chars(step, decimals)
     environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)

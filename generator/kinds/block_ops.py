@@ -26,6 +26,7 @@ from generator.maths.spec import SpecError
 from generator.rendering import formatting as fmt
 from generator.rendering import paper
 from generator.rendering.hints import OpHint, products
+from generator.rendering.language import gettext as _
 
 LAYER_NORM = "layer-norm"
 LINEAR = "linear"
@@ -196,15 +197,16 @@ def layer_norm_slips(step_def, sym, spec, before, whole=None):
     residual left out (the sublayer's output normalised alone: the step that made the input
     says which)."""
     me, x = sym(step_def.name), sym(step_def.inputs[0])
-    slips = [({"unbiased": True}, "this divides the squared deviations by n − 1: LayerNorm's "
-                                  "variance is their mean, σ² = Σ(x − μ)²/n"),
-             ({"plain": True}, f"γ and β are missing: {me} = γ ⊙ (x − μ)/σ + β, row by row")]
+    slips = [({"unbiased": True}, _("this divides the squared deviations by n − 1: LayerNorm's "
+                                    "variance is their mean, σ² = Σ(x − μ)²/n")),
+             ({"plain": True}, _("γ and β are missing: %(me)s = γ ⊙ (x − μ)/σ + β, row by row")
+              % {"me": me})]
     made = before(step_def.inputs[0])
     if made is not None and made.op == "add" and len(made.inputs) == 2:
         sublayer = made.inputs[1]
-        slips.append(({"inputs": [sublayer, *step_def.inputs[1:]]},
-                      f"the residual is missing: normalise {x} = {sym(made.inputs[0])} + "
-                      f"{sym(sublayer)}, not {sym(sublayer)} alone"))
+        slips.append(({"inputs": [sublayer, *step_def.inputs[1:]]}, _(
+            "the residual is missing: normalise %(x)s = %(residual)s + %(sublayer)s, not "
+            "%(sublayer)s alone") % {"x": x, "residual": sym(made.inputs[0]), "sublayer": sym(sublayer)}))
     return slips
 
 
@@ -221,7 +223,8 @@ def layer_norm_first(w) -> str:
     line = w.line
     entries = " + ".join(fmt.parenthesized(w.text(x)) if k else w.text(x)
                          for k, x in enumerate(line.inputs))
-    return f"row {line.row + 1}'s mean μ = ({entries}) / {len(line.inputs)} {w.result(line.mean)}."
+    return w._("row %(row)s's mean μ = (%(entries)s) / %(n)s %(result)s.", row=line.row + 1,
+               entries=entries, n=len(line.inputs), result=w.result(line.mean))
 
 
 LAYER_NORM_OP = ops.Op(
@@ -295,11 +298,14 @@ def linear_shape(step_def, shapes):
 def linear_slips(step_def, sym, spec, before, whole=None):
     """The bias left off; on the layer after a ReLU, a ReLU applied again (ReLU after W_2)."""
     me, x, w, b = (sym(n) for n in (step_def.name, *step_def.inputs))
-    slips = [({"no_bias": True}, f"{b} is missing: {me} = {x}{w} + {b}, the bias added to every row")]
+    values = {"me": me, "x": x, "w": w, "b": b}
+    slips = [({"no_bias": True}, _("%(b)s is missing: %(me)s = %(x)s%(w)s + %(b)s, the bias added to "
+                                   "every row") % values)]
     made = before(step_def.inputs[0])
     if made is not None and made.op == RELU:
-        slips.append(({"relu": True}, f"this has a ReLU applied: the ReLU comes after the first layer "
-                                      f"only, {me} = {x}{w} + {b} as it is, negatives kept"))
+        slips.append(({"relu": True}, _("this has a ReLU applied: the ReLU comes after the first "
+                                        "layer only, %(me)s = %(x)s%(w)s + %(b)s as it is, negatives "
+                                        "kept") % values))
     return slips
 
 
@@ -347,10 +353,11 @@ def relu_tolerance(step_def, inputs, errors, u, spec):
 def relu_slips(step_def, sym, spec, before, whole=None):
     """The negatives kept (no ReLU), or turned positive (|z| taken)."""
     me, z = sym(step_def.name), sym(step_def.inputs[0])
-    return [({"kept": True}, f"this is {z} itself: {me} = ReLU({z}) sets every negative "
-                                           f"entry to 0"),
-            ({"absolute": True}, f"this turns the negatives positive: ReLU sets them to 0, "
-                                               f"{me} = max(0, {z})")]
+    values = {"me": me, "z": z}
+    return [({"kept": True}, _("this is %(z)s itself: %(me)s = ReLU(%(z)s) sets every negative "
+                               "entry to 0") % values),
+            ({"absolute": True}, _("this turns the negatives positive: ReLU sets them to 0, "
+                                   "%(me)s = max(0, %(z)s)") % values)]
 
 
 RELU_OP = ops.Op(

@@ -38,7 +38,8 @@ from generator.maths.engine import Evaluator, Step, run
 from generator.maths.exact import shown
 from generator.maths.spec import SpecError
 from generator.maths.steps import REGISTRY, StepDef, given_def
-from generator.rendering.language import N_
+from generator.rendering.language import N_, ngettext
+from generator.rendering.language import gettext as _
 
 NAME = "counting"
 PARTS = ("parameters", "operations", "memory", "traps")
@@ -187,15 +188,17 @@ def attention_slips(spec):
     """Biases left out; W_K and W_V counted with every head where the KV heads are fewer; every
     head's projections d_model × d_model (with more than one head)."""
     c = Config.of(spec)
-    found = [(_table(attention_terms(c)[:4]), "the biases are missing: b_Q, b_K, b_V and b_O are "
-                                              "parameters too")] if c.bias else []
+    found = [(_table(attention_terms(c)[:4]), _("the biases are missing: b_Q, b_K, b_V and b_O are "
+                                                "parameters too"))] if c.bias else []
     if c.kv != c.h:
         found.append((_table(attention_terms(replace(c, kv=c.h))),
-                      f"W_K and W_V have {c.kv} key/value head{'s' if c.kv != 1 else ''}, not {c.h}"))
+                      ngettext("W_K and W_V have %(kv)s key/value head, not %(h)s",
+                               "W_K and W_V have %(kv)s key/value heads, not %(h)s", c.kv)
+                      % {"kv": c.kv, "h": c.h}))
     if c.h > 1:  # one head is d_model wide: d_model × d_model is then right
         found.append((_table([("", (c.h, c.d, c.d))] * 4),
-                      "each head's projection is d_model × d_k, not d_model × d_model: "
-                      "the heads split d_model"))
+                      _("each head's projection is d_model × d_k, not d_model × d_model: "
+                        "the heads split d_model")))
     return found
 
 
@@ -203,16 +206,16 @@ def additions_slips(spec):
     """d_k additions to a score, where its d_k products take d_k - 1."""
     c = Config.of(spec)
     return [(_table([("", (c.n, c.n, c.dk))]),
-             "a score adds its d_k products with d_k − 1 additions, not d_k")]
+             _("a score adds its d_k products with d_k − 1 additions, not d_k"))]
 
 
 def norm_slips(spec):
     """One LayerNorm, or γ alone where biases give β too."""
     c = Config.of(spec)
-    found = [(_table(norm_terms(c)[: len(norm_terms(c)) // 2]), "a layer has two LayerNorms, one after "
-                                                                 "each sublayer")]
+    found = [(_table(norm_terms(c)[: len(norm_terms(c)) // 2]),
+              _("a layer has two LayerNorms, one after each sublayer"))]
     if c.bias:
-        found.append((_table([("", (c.d,)), ("", (c.d,))]), "each LayerNorm has β besides γ"))
+        found.append((_table([("", (c.d,)), ("", (c.d,))]), _("each LayerNorm has β besides γ")))
     return found
 
 

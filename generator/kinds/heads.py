@@ -17,6 +17,7 @@ from generator.maths.spec import MAX_DIMENSION, ProblemSpec, SpecError, one_base
 from generator.maths.steps import REGISTRY, given_def, plan_for
 from generator.maths.steps import register as register_step
 from generator.maths.worthiness import heads_are_readable
+from generator.rendering.language import N_
 
 HEADS = 2  # a heads question without a ``heads`` key has two
 MOST_HEADS = 4  # beyond four, one head's work is a small part of a long problem
@@ -160,8 +161,9 @@ def split_pick(step, head: int, heads: int = HEADS) -> Pick:
     rows, columns = tuple(range(step.shape[0])), tuple(_block(step, heads, head))
     return Pick(f"head{head}.{step.name}", step.name, rows, columns, tuple(
         (rows, tuple(_block(step, heads, other)),
-         f"this is head {other}'s block: head {head} takes "
-         f"columns {columns[0] + 1} to {columns[-1] + 1} of {step.name}")
+         (N_("this is head %(other)s's block: head %(head)s takes columns %(first)s to %(last)s of "
+             "%(name)s"), {"other": other, "head": head, "first": columns[0] + 1,
+                           "last": columns[-1] + 1, "name": step.name}))
         for other in range(1, heads + 1) if other != head))
 
 
@@ -172,22 +174,25 @@ def shared_pick(step, kv: int, layout: Layout) -> Pick:
     sharing = _listed(layout.sharing(kv))
     return Pick(f"kv{kv}.{step.name}", step.name, rows, columns, tuple(
         (rows, tuple(_block(step, layout.kv_heads, other)),
-         f"the wrong head shared: query heads {sharing} use {step.name}_{kv}, "
-         f"{_columns_named(columns)} of {step.name}, not {step.name}_{other}")
+         (N_("the wrong head shared: query heads %(heads)s use %(name)s_%(kv)s, %(columns)s of "
+             "%(name)s, not %(name)s_%(other)s"),
+          {"heads": sharing, "name": step.name, "kv": kv, "columns": _columns_named(columns),
+           "other": other}))
         for other in range(1, layout.kv_heads + 1) if other != kv))
 
 
-def _columns_named(columns) -> str:
-    """column 2; columns 3 to 4 (counted from 1)."""
+def _columns_named(columns) -> tuple:
+    """column 2; columns 3 to 4 (counted from 1): a message, said in the page's language."""
     if len(columns) == 1:
-        return f"column {columns[0] + 1}"
-    return f"columns {columns[0] + 1} to {columns[-1] + 1}"
+        return N_("column %(n)s"), {"n": columns[0] + 1}
+    return N_("columns %(first)s to %(last)s"), {"first": columns[0] + 1, "last": columns[-1] + 1}
 
 
-def _listed(numbers) -> str:
-    """1 and 2; 1, 2 and 3."""
+def _listed(numbers) -> str | tuple:
+    """1 and 2; 1, 2 and 3: a message, said in the page's language."""
     words = [str(n) for n in numbers]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return words[0] if len(words) == 1 else (N_("%(others)s and %(last)s"), {
+        "others": ", ".join(words[:-1]), "last": words[-1]})
 
 
 def _block(step, heads: int, head: int) -> range:

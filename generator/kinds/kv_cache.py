@@ -67,7 +67,7 @@ def _steps() -> tuple[StepDef, ...]:
         appended("K_all", "K_cache", "k_new", "K"), appended("V_all", "V_cache", "v_new", "V"),
         StepDef("s_new", "product", ("q_new", "K_all"), "s", "s = q K^T", r"$s = qK^{\top}$",
                 transpose=True, mixed_up="K_cache",
-                why="entry j is the new query dotted with key j, the new token's own key last"),
+                why=N_("entry j is the new query dotted with key j, the new token's own key last")),
         StepDef("s_scaled", "scaling", ("s_new",), r"\tilde{s}", "s~ = s / sqrt(d_k)",
                 r"{% if spec.scale is none %}$\tilde{s} = s / \sqrt{d_k}${% else %}$\tilde{s} = "
                 r"{{ spec.scale | tex }}\, s${% endif %}", when="scaled",
@@ -75,7 +75,7 @@ def _steps() -> tuple[StepDef, ...]:
         StepDef("a_new", "softmax", ("s_scaled",), "a", "a = softmax(s~)",
                 r"$a = \operatorname{softmax}({{ 'a_new' | input_of | sym }})$", marks=2),
         StepDef("o_new", "blend", ("a_new", "V_all"), "o", "o = a V", "$o = aV$", marks=2,
-                why="o blends the rows of V with the new token's weights", mixed_up="V_cache"),
+                why=N_("o blends the rows of V with the new token's weights"), mixed_up="V_cache"),
         StepDef("cache_size", kv_cache_ops.CACHE_SIZE, ("kv_model",), r"\mathrm{size}",
                 "size = 2 x layers x kv_heads x head_dim x tokens x bytes / unit",
                 r"$\mathrm{size}$ of the KV cache, in {{ spec.unit }}", marks=2),

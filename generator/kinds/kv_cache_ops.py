@@ -21,6 +21,7 @@ from generator.maths import ops
 from generator.maths.engine import Num, Step
 from generator.rendering import paper
 from generator.rendering.hints import OpHint
+from generator.rendering.language import gettext as _
 
 APPEND = "append"
 CACHE_SIZE = "cache-size"
@@ -53,10 +54,13 @@ def append_shape(step_def, shapes: list[tuple[int, int]]) -> tuple[int, int]:
 def append_slips(step_def, sym, spec, before, whole=None):
     """The new row left off (the cache alone), or put first rather than last."""
     me, cache, new = sym(step_def.name), sym(step_def.inputs[0]), sym(step_def.inputs[-1])
-    return [({"inputs": [step_def.inputs[0]]}, f"the new token's own row {new} is missing: {me} = "
-             f"[{cache}; {new}], the cache's rows and then {new}, since the new token attends to itself"),
-            ({"inputs": list(step_def.inputs[::-1])}, f"{new} goes last: {me} = [{cache}; {new}], the "
-             f"rows in the tokens' order")]
+    values = {"me": me, "cache": cache, "new": new}
+    return [({"inputs": [step_def.inputs[0]]}, _(
+                "the new token's own row %(new)s is missing: %(me)s = [%(cache)s; %(new)s], the "
+                "cache's rows and then %(new)s, since the new token attends to itself") % values),
+            ({"inputs": list(step_def.inputs[::-1])}, _(
+                "%(new)s goes last: %(me)s = [%(cache)s; %(new)s], the rows in the tokens' order")
+             % values)]
 
 
 APPEND_OP = ops.Op(
@@ -128,9 +132,9 @@ def cache_size_shape(step_def, shapes):
 def cache_size_slips(step_def, sym, spec, before, whole=None):
     """The factor 2 left out (K alone), or the bytes not turned into the unit asked."""
     me = sym(step_def.name)
-    return [({"halved": True}, f"this counts the keys alone: the cache holds K and V, so {me} has a "
-                               f"factor 2 for the two"),
-            ({"in_bytes": True}, "this is the size in bytes: divide by the bytes in one unit asked")]
+    return [({"halved": True}, _("this counts the keys alone: the cache holds K and V, so %(me)s has "
+                                 "a factor 2 for the two") % {"me": me}),
+            ({"in_bytes": True}, _("this is the size in bytes: divide by the bytes in one unit asked"))]
 
 
 def cache_size_seconds(step, cost) -> int:
@@ -142,7 +146,8 @@ def cache_size_first(w) -> str:
     """The hint's first line: the product written out, every digit (whole numbers, as the key's
     working writes them, never in scientific notation)."""
     line = w.line
-    return f"{' × '.join(str(f.exact) for f in line.factors)} = {line.total.exact} bytes."
+    return w._("%(product)s = %(total)s bytes.", product=" × ".join(str(f.exact) for f in line.factors),
+               total=line.total.exact)
 
 
 CACHE_SIZE_OP = ops.Op(

@@ -54,18 +54,21 @@ def picks(spec, order: list[int], d_v: int) -> tuple[Pick, Pick]:
     a, b = (t + 1 for t in spec.swap)
     same, values = tuple(range(len(order))), tuple(range(d_v))
     swap = tuple(order)
+    tokens = {"a": a, "b": b}  # each slip a message, said in the page's language
     weights = Pick("A′", "weights", swap, swap, (
-        (same, same, f"this is A unchanged: tokens {a} and {b} swap as queries and as keys, so "
-                     f"rows {a} and {b} of A swap and so do columns {a} and {b} (A′ = PAPᵀ)"),
-        (swap, same, f"only rows {a} and {b} swapped: the tokens are keys too, so columns {a} "
-                     f"and {b} swap as well (A′ = PAPᵀ)"),
-        (same, swap, f"only columns {a} and {b} swapped: the tokens are queries too, so rows "
-                     f"{a} and {b} swap as well (A′ = PAPᵀ)")))
+        (same, same, (N_("this is A unchanged: tokens %(a)s and %(b)s swap as queries and as keys, "
+                         "so rows %(a)s and %(b)s of A swap and so do columns %(a)s and %(b)s "
+                         "(A′ = PAPᵀ)"), tokens)),
+        (swap, same, (N_("only rows %(a)s and %(b)s swapped: the tokens are keys too, so columns "
+                         "%(a)s and %(b)s swap as well (A′ = PAPᵀ)"), tokens)),
+        (same, swap, (N_("only columns %(a)s and %(b)s swapped: the tokens are queries too, so rows "
+                         "%(a)s and %(b)s swap as well (A′ = PAPᵀ)"), tokens))))
     output = Pick("O′", "output", swap, values, (
-        (same, values, f"this is O unchanged: each row of O belongs to its token, so rows {a} "
-                       f"and {b} swap (O′ = PO)"),
-        *(((swap, swap, f"columns {a} and {b} swapped too: the columns of O are value "
-                        f"dimensions, not tokens; only rows swap (O′ = PO)"),) if d_v == len(order) else ())))
+        (same, values, (N_("this is O unchanged: each row of O belongs to its token, so rows %(a)s "
+                           "and %(b)s swap (O′ = PO)"), tokens)),
+        *(((swap, swap, (N_("columns %(a)s and %(b)s swapped too: the columns of O are value "
+                            "dimensions, not tokens; only rows swap (O′ = PO)"), tokens)),)
+          if d_v == len(order) else ())))
     return weights, output
 
 

@@ -24,6 +24,7 @@ import sympy
 from generator.maths import ops
 from generator.maths.engine import Num, Step
 from generator.rendering.hints import OpHint, products
+from generator.rendering.language import gettext as _
 
 SINUSOID = "sinusoid"
 ROPE = "rope"
@@ -105,10 +106,11 @@ def sinusoid_shape(step_def, shapes):
 def sinusoid_slips(step_def, sym, spec, before, whole=None):
     """The calculator in degrees, sin and cos swapped."""
     me = sym(step_def.name)
-    return [({"degrees": True}, f"this is worked in degrees: the angles p·ω of {me} are radians "
-                                f"(set the calculator to RAD)"),
-            ({"swapped": True}, f"sin and cos are swapped: {me}(p, 2i) = sin(p·ωᵢ) in the even "
-                                f"columns (1, 3, ...), {me}(p, 2i+1) = cos(p·ωᵢ) beside it")]
+    return [({"degrees": True}, _("this is worked in degrees: the angles p·ω of %(me)s are radians "
+                                  "(set the calculator to RAD)") % {"me": me}),
+            ({"swapped": True}, _("sin and cos are swapped: %(me)s(p, 2i) = sin(p·ωᵢ) in the even "
+                                  "columns (1, 3, ...), %(me)s(p, 2i+1) = cos(p·ωᵢ) beside it")
+             % {"me": me})]
 
 
 def sinusoid_seconds(step, cost) -> int:
@@ -122,8 +124,9 @@ def sinusoid_seconds(step, cost) -> int:
 def sinusoid_first(w) -> str:
     """The hint's first line: the first position's first pair (one relation, the angle's)."""
     line = w.line
-    return (f"angle {w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}; its sine "
-            f"{w.text(line.sin)} and its cosine {w.text(line.cos)}.")
+    angle = f"{w.text(line.position)}·{w.text(line.frequency)} = {w.text(line.angle)}"
+    return w._("angle %(angle)s; its sine %(sin)s and its cosine %(cos)s.", angle=angle,
+               sin=w.text(line.sin), cos=w.text(line.cos))
 
 
 SINUSOID_OP = ops.Op(
@@ -213,15 +216,17 @@ def rope_slips(step_def, sym, spec, before, whole=None):
     and, of four columns or more, the pairs taken as the two halves (x_i, x_{i+d/2}) rather than
     interleaved."""
     me, of = sym(step_def.name), sym(step_def.inputs[0])
-    found = [({"direction": -1}, f"this turns each pair the wrong way: ({of}₂ᵢ₊₁, {of}₂ᵢ₊₂) becomes "
-                                 f"(x cos a − y sin a, x sin a + y cos a) in {me}, a = m·θᵢ"),
-             ({"degrees": True}, f"this is worked in degrees: the angles m·θᵢ of {me} are radians "
-                                 f"(set the calculator to RAD)"),
-             ({"swapped": True}, f"cos and sin are swapped: {me} turns each pair (x, y) to "
-                                 f"(x cos a − y sin a, x sin a + y cos a), a = m·θᵢ")]
+    values = {"me": me, "of": of}
+    found = [({"direction": -1}, _("this turns each pair the wrong way: (%(of)s₂ᵢ₊₁, %(of)s₂ᵢ₊₂) "
+                                   "becomes (x cos a − y sin a, x sin a + y cos a) in %(me)s, "
+                                   "a = m·θᵢ") % values),
+             ({"degrees": True}, _("this is worked in degrees: the angles m·θᵢ of %(me)s are radians "
+                                   "(set the calculator to RAD)") % values),
+             ({"swapped": True}, _("cos and sin are swapped: %(me)s turns each pair (x, y) to "
+                                   "(x cos a − y sin a, x sin a + y cos a), a = m·θᵢ") % values)]
     if spec.d_k >= 4:
-        found.append(({"halves": True}, f"this pairs column i with column i + d/2: {me} turns the "
-                                        f"neighbouring columns (1, 2), (3, 4), ... together"))
+        found.append(({"halves": True}, _("this pairs column i with column i + d/2: %(me)s turns the "
+                                          "neighbouring columns (1, 2), (3, 4), ... together") % values))
     return found
 
 
@@ -240,9 +245,11 @@ def rope_first(w) -> str:
     c, s = (w.text(n) for n in (line.cos, line.sin))
     turned = (products(((line.x, line.cos), (line.minus_y, line.sin)), w.text),
               products(((line.x, line.sin), (line.y, line.cos)), w.text))
-    return (f"angle {w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}, cos {c}, sin {s}; "
-            f"the pair turned, ({turned[0]}, {turned[1]}), is ({w.text(line.x_out)}, "
-            f"{w.text(line.y_out)}).")
+    pair = w.language.list_separator.join
+    angle = f"{w.text(line.position)}·{w.text(line.theta)} = {w.text(line.angle)}"
+    return w._("angle %(angle)s, cos %(cos)s, sin %(sin)s; the pair turned, %(turned)s, is %(result)s.",
+               angle=angle, cos=c, sin=s, turned="(" + pair(turned) + ")",
+               result="(" + pair((w.text(line.x_out), w.text(line.y_out))) + ")")
 
 
 ROPE_OP = ops.Op(
@@ -303,10 +310,10 @@ def alibi_bias_shape(step_def, shapes):
 def alibi_bias_slips(step_def, sym, spec, before, whole=None):
     """The sign left off (a bonus for distance), or the slope left out."""
     me = sym(step_def.name)
-    return [({"sign": 1}, f"the bias is a penalty: {me}ᵢⱼ = −m·|i − j|, negative, so that far "
-                          f"keys lose weight"),
-            ({"unsloped": True}, f"the slope is missing: {me}ᵢⱼ = −m·|i − j|, the distance times "
-                                 f"this head's slope m")]
+    return [({"sign": 1}, _("the bias is a penalty: %(me)sᵢⱼ = −m·|i − j|, negative, so that far "
+                            "keys lose weight") % {"me": me}),
+            ({"unsloped": True}, _("the slope is missing: %(me)sᵢⱼ = −m·|i − j|, the distance times "
+                                   "this head's slope m") % {"me": me})]
 
 
 def alibi_bias_seconds(step, cost) -> int:
@@ -317,8 +324,10 @@ def alibi_bias_seconds(step, cost) -> int:
 def alibi_bias_first(w) -> str:
     """The hint's first line: the first query's row."""
     line = w.line
-    return (f"row 1: distances ({', '.join(w.text(d) for d in line.distances)}), times −"
-            f"{w.text(line.slope)}: ({', '.join(w.text(b) for b in line.result)}).")
+    listed = w.language.list_separator.join
+    return w._("row 1: distances (%(distances)s), times −%(slope)s: (%(biases)s).",
+               distances=listed(w.text(d) for d in line.distances), slope=w.text(line.slope),
+               biases=listed(w.text(b) for b in line.result))
 
 
 ALIBI_BIAS_OP = ops.Op(

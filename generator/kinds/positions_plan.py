@@ -16,6 +16,7 @@ from generator.maths import steps
 from generator.maths.engine import Evaluator, Step, run
 from generator.maths.exact import parse_exact, shown
 from generator.maths.steps import REGISTRY, StepDef, given_def
+from generator.rendering.language import N_
 
 NAME = "positions"
 ENCODINGS = ("sinusoidal", "rope", "alibi")
@@ -48,7 +49,7 @@ def _steps() -> tuple[StepDef, ...]:
         rotated("Q_rot", "Q", r"\tilde{Q}"), rotated("K_rot", "K", r"\tilde{K}"),
         StepDef("rope_scores", "product", ("Q_rot", "K_rot"), "S", "scores = Q~ K~^T",
                 r"$S = \tilde{Q}\tilde{K}^{\top}$", marks=2, transpose=True,
-                why="entry (i, j) is turned query i dotted with turned key j"),
+                why=N_("entry (i, j) is turned query i dotted with turned key j")),
         StepDef("bias", positions_ops.ALIBI_BIAS, ("pos", "alibi_m"), "B", "B = -m |i - j|",
                 r"$B_{ij} = -m\,|p_i - p_j|$"),
         StepDef("biased", "add", ("scaled", "bias"), r"\bar{S}", "S- = S~ + B",

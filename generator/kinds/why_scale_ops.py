@@ -21,6 +21,7 @@ from generator.maths import ops
 from generator.maths.engine import Num, Step
 from generator.rendering import formatting as fmt
 from generator.rendering.hints import OpHint
+from generator.rendering.language import gettext as _
 
 SPREAD = "spread"
 
@@ -71,9 +72,9 @@ def spread_shape(step_def, shapes):
 
 def spread_slips(step_def, sym, spec, before, whole=None):
     """The variance written for the standard deviation, or the scaled score's σ divided by d_k."""
-    return [({"variance": True}, "d_k is the variance of q·k; its standard deviation is √d_k"),
-            ({"over_dk": True}, "dividing q·k by √d_k divides its standard deviation by √d_k: "
-                                "√d_k / √d_k = 1")]
+    return [({"variance": True}, _("d_k is the variance of q·k; its standard deviation is √d_k")),
+            ({"over_dk": True}, _("dividing q·k by √d_k divides its standard deviation by √d_k: "
+                                  "√d_k / √d_k = 1"))]
 
 
 def spread_seconds(step, cost) -> int:
@@ -86,8 +87,12 @@ def spread_first(w) -> str:
     are arithmetic a calculator checks, and a root is not among it)."""
     line = w.line
     exact = fmt.is_exact_at(line.raw, w.decimals)
-    return (f"Var(q·k) = {line.d_k.exact}; σ(q·k) is its square root, "
-            f"{'' if exact else 'about '}{fmt.decimal_text(line.raw, w.decimals)}.")
+    root = w.language.number(fmt.decimal_text(line.raw, w.decimals))
+    if exact:
+        return w._("Var(q·k) = %(variance)s; σ(q·k) is its square root, %(root)s.",
+                   variance=line.d_k.exact, root=root)
+    return w._("Var(q·k) = %(variance)s; σ(q·k) is its square root, about %(root)s.",
+               variance=line.d_k.exact, root=root)
 
 
 SPREAD_OP = ops.Op(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from generator.maths import masks, ops
+from generator.rendering.language import gettext as _
 
 MARGIN = 1.25  # over the first-order bound: the second order and float noise
 FLOOR = 1e-9  # an exact key still allows float noise
@@ -241,7 +242,7 @@ def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]
     def text(inputs=step.inputs, left=step.transpose_left, right=step.transpose):
         return f"{sym(inputs[0])}{'ᵀ' if left else ''} {sym(inputs[1])}{'ᵀ' if right else ''}"
     right = text() if sym(step.name) == text().replace(" ", "") else f"{sym(step.name)} = {text()}"
-    right += f": {step.why}" if step.why else ""
+    right += f": {_(step.why)}" if step.why else ""
     turned = [{"transpose_left": not step.transpose_left}, {"transpose": not step.transpose},
               {"inputs": list(step.inputs[::-1])}]
     if step.mixed_up:
@@ -252,48 +253,57 @@ def product_slips(step, sym, spec, before, whole=None) -> list[tuple[dict, str]]
     def said(c):
         return text(c.get("inputs", step.inputs), c.get("transpose_left", step.transpose_left),
                     c.get("transpose", step.transpose))
-    return [({"op": "product", **c}, f"this is {said(c)}, not {right}") for c in turned]
+    return [({"op": "product", **c}, _("this is %(this)s, not %(right)s") % {"this": said(c), "right": right})
+            for c in turned]
 
 
 def scaling_slips(step, sym, spec, before, whole=None):
     """The scaling's slips: not scaled at all, divided by d_k or multiplied by sqrt(d_k), and in a
     head, divided by the whole model's sqrt(d_k)."""
     me, of = sym(step.name), sym(step.inputs[0])
+    values = {"me": me, "of": of, "scale": spec.scale, "d_k": spec.d_k,
+              "whole": whole.d_k if whole is not None else None}
     if spec.scale is not None:
-        return [({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {spec.scale}·{of}")]
+        return [({"factor": 1.0}, _("this is %(of)s itself, not scaled: %(me)s = %(scale)s·%(of)s")
+                 % values)]
     # a head's d_k first: dividing by √ of the whole model's d_k may be dividing by the head's d_k
     found = [] if whole is None or whole.d_k == spec.d_k else [(
-        {"factor": float(1 / np.sqrt(whole.d_k))}, f"this divides by √{whole.d_k}, the whole model's "
-        f"d_k: a head's d_k is its own share, {spec.d_k}, so {me} = {of}/√{spec.d_k}")]
+        {"factor": float(1 / np.sqrt(whole.d_k))},
+        _("this divides by √%(whole)s, the whole model's d_k: a head's d_k is its own share, "
+          "%(d_k)s, so %(me)s = %(of)s/√%(d_k)s") % values)]
     return found + [
-        ({"factor": 1.0}, f"this is {of} itself, not scaled: {me} = {of}/√d_k"),
-        ({"factor": 1.0 / spec.d_k}, f"this divides by d_k: {me} = {of}/√d_k, by its square root"),
-        ({"factor": float(np.sqrt(spec.d_k))}, f"this multiplies by √d_k instead of dividing by it: "
-                                               f"{me} = {of}/√d_k")]
+        ({"factor": 1.0}, _("this is %(of)s itself, not scaled: %(me)s = %(of)s/√d_k") % values),
+        ({"factor": 1.0 / spec.d_k}, _("this divides by d_k: %(me)s = %(of)s/√d_k, by its square root")
+         % values),
+        ({"factor": float(np.sqrt(spec.d_k))},
+         _("this multiplies by √d_k instead of dividing by it: %(me)s = %(of)s/√d_k") % values)]
 
 
 def softmax_slips(step, sym, spec, before, whole=None):
     """The softmax's slips: down the columns instead of along the rows, the exponentials not divided
     by their sum, and the causal mask left out."""
     me, of = sym(step.name), sym(step.inputs[0])
-    found = [({"by_columns": True}, f"this is softmax down each column: it runs along each row "
-                                    f"of {of}, so that each row of {me} sums to 1"),
-             ({"divided": False}, f"the exponentials are not divided by the row's sum: each entry "
-                                  f"of {me} is exp of {of}'s entry over the sum of its row's "
-                                  f"exponentials, so that each row of {me} sums to 1")]
+    values = {"me": me, "of": of}
+    found = [({"by_columns": True}, _("this is softmax down each column: it runs along each row of "
+                                      "%(of)s, so that each row of %(me)s sums to 1") % values),
+             ({"divided": False}, _("the exponentials are not divided by the row's sum: each entry "
+                                    "of %(me)s is exp of %(of)s's entry over the sum of its row's "
+                                    "exponentials, so that each row of %(me)s sums to 1") % values)]
     source = before(step.inputs[0])
     if source is not None and source.op == "masking":
-        hidden = ("key j comes after query i" if spec.mask == "causal" else
-                  "key j is padding" if spec.mask == "padding" else "the mask hides key j")
-        found.append(({"inputs": [source.inputs[0]]}, f"the mask is missing: where {hidden} the "
-                      f"weight is 0, and each row of {me} sums to 1 over the keys that query may see"))
-        found.append(({"inputs": [source.inputs[0]], "hide_after": _listed(spec.visible)},
-                      f"this is softmax over every key, the masked weights then set to 0: the mask "
-                      f"comes first, {me} = softmax({of}) with the masked scores at −∞, so that each "
-                      f"row sums to 1 over the keys that query may see"))
+        hidden = (_("key j comes after query i") if spec.mask == "causal" else
+                  _("key j is padding") if spec.mask == "padding" else _("the mask hides key j"))
+        found.append(({"inputs": [source.inputs[0]]}, _(
+            "the mask is missing: where %(hidden)s the weight is 0, and each row of %(me)s sums to "
+            "1 over the keys that query may see") % {**values, "hidden": hidden}))
+        found.append(({"inputs": [source.inputs[0]], "hide_after": _listed(spec.visible)}, _(
+            "this is softmax over every key, the masked weights then set to 0: the mask comes "
+            "first, %(me)s = softmax(%(of)s) with the masked scores at −∞, so that each row sums "
+            "to 1 over the keys that query may see") % values))
     elif source is not None and source.op == "scaling":
-        found.append(({"inputs": [source.inputs[0]]}, f"this is the softmax of {sym(source.inputs[0])}: "
-                      f"{me} = softmax({of}), of the scaled scores"))
+        found.append(({"inputs": [source.inputs[0]]}, _(
+            "this is the softmax of %(raw)s: %(me)s = softmax(%(of)s), of the scaled scores")
+            % {**values, "raw": sym(source.inputs[0])}))
     return found
 
 
@@ -307,13 +317,14 @@ def masking_slips(step, sym, spec, before, whole=None):
     if causal and n_q == n_k > 1:
         turned = [[j >= i and (lengths is None or j < lengths[i]) for j in range(n_k)]
                   for i in range(n_q)]
-        found.append(({"visible": turned}, f"this mask is the causal one transposed: in {me} query "
-                      f"i sees keys 1 to i, the keys before it, never the keys after it"))
+        found.append(({"visible": turned}, _(
+            "this mask is the causal one transposed: in %(me)s query i sees keys 1 to i, the keys "
+            "before it, never the keys after it") % {"me": me}))
     if isinstance(spec.valid, int) and lengths is not None:
         side = [[(j <= i or not causal) and i < spec.valid for j in range(n_k)] for i in range(n_q)]
-        found.append(({"visible": side}, f"the padding is on the query side: in {me} the padded "
-                      f"keys (after key {spec.valid}) are hidden from every query, not the padded "
-                      f"queries' rows"))
+        found.append(({"visible": side}, _(
+            "the padding is on the query side: in %(me)s the padded keys (after key %(valid)s) are "
+            "hidden from every query, not the padded queries' rows") % {"me": me, "valid": spec.valid}))
     return found
 
 
@@ -325,29 +336,35 @@ def _listed(mask) -> list[list[bool]]:
 def softmax_backward_slips(step, sym, spec, before, whole=None):
     """The softmax backward pass's slip: the row-sum term left out."""
     me, a, da = sym(step.name), sym(step.inputs[0]), sym(step.inputs[1])
-    return [({"rowsum": False}, f"the row-sum term is missing: {me}ᵢⱼ = {a}ᵢⱼ({da}ᵢⱼ − Σₖ {a}ᵢₖ{da}ᵢₖ), "
-                                f"not {a}ᵢⱼ{da}ᵢⱼ")]
+    return [({"rowsum": False}, _("the row-sum term is missing: %(me)sᵢⱼ = %(a)sᵢⱼ(%(da)sᵢⱼ − Σₖ "
+                                  "%(a)sᵢₖ%(da)sᵢₖ), not %(a)sᵢⱼ%(da)sᵢⱼ") % {"me": me, "a": a, "da": da})]
 
 
 def add_slips(step, sym, spec, before, whole=None):
     """The sum's slips: each term left out in turn."""
     whole = " + ".join(sym(n) for n in step.inputs)
     return [({"inputs": [n for n in step.inputs if n != left_out]},
-             f"{sym(left_out)} is missing: {sym(step.name)} = {whole}") for left_out in step.inputs]
+             _("%(missing)s is missing: %(me)s = %(sum)s") % {
+                 "missing": sym(left_out), "me": sym(step.name), "sum": whole})
+            for left_out in step.inputs]
 
 
 def concat_slips(step, sym, spec, before, whole=None):
     """The heads' concatenation's slip: the heads the wrong way round."""
-    return [({"inputs": list(step.inputs[::-1])}, f"the heads are the wrong way round: {sym(step.name)} "
-             f"= [{', '.join(sym(n) for n in step.inputs)}], head 1 on the left")]
+    return [({"inputs": list(step.inputs[::-1])}, _(
+        "the heads are the wrong way round: %(me)s = [%(heads)s], head 1 on the left") % {
+            "me": sym(step.name), "heads": ", ".join(sym(n) for n in step.inputs)})]
 
 
 def jacobian_slips(step, sym, spec, before, whole=None):
     """The softmax Jacobian's slips: the wrong sign off the diagonal, and the diagonal's a_i left
     out."""
     me, a = sym(step.name), sym(step.inputs[0])
-    return [({"off_diagonal_sign": 1}, f"the entries off the diagonal have the wrong sign: "
-                                       f"{me}ᵢⱼ = −{a}ᵢ{a}ⱼ for i ≠ j, and {me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ)"),
-            ({"diagonal": False}, f"the diagonal's {a}ᵢ is missing: {me} = diag({a}) − {a}ᵀ{a}, so "
-                                  f"{me}ᵢᵢ = {a}ᵢ(1 − {a}ᵢ), not −{a}ᵢ²")]
+    values = {"me": me, "a": a}
+    return [({"off_diagonal_sign": 1}, _("the entries off the diagonal have the wrong sign: "
+                                         "%(me)sᵢⱼ = −%(a)sᵢ%(a)sⱼ for i ≠ j, and %(me)sᵢᵢ = "
+                                         "%(a)sᵢ(1 − %(a)sᵢ)") % values),
+            ({"diagonal": False}, _("the diagonal's %(a)sᵢ is missing: %(me)s = diag(%(a)s) − "
+                                    "%(a)sᵀ%(a)s, so %(me)sᵢᵢ = %(a)sᵢ(1 − %(a)sᵢ), not −%(a)sᵢ²")
+             % values)]
 

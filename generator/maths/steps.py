@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from generator.maths import ops
+from generator.rendering.language import N_
 
 
 @dataclass(frozen=True)
@@ -287,17 +288,17 @@ for _step in (
     # cross-attention: the queries from a decoder's tokens, the keys and values from an encoder's
     replace(given_def("X_dec", r"X_{\mathrm{dec}}"), stands_for="X", feeds=("Q",),
             text="X_dec (given): the decoder's tokens, whose queries attend",
-            why="the queries come from the decoder's tokens"),
+            why=N_("the queries come from the decoder's tokens")),
     replace(given_def("X_enc", r"X_{\mathrm{enc}}"), stands_for="X", feeds=("K", "V"),
             text="X_enc (given): the encoder's tokens, which give the keys and values",
-            why="the keys and values come from the encoder's tokens"),
+            why=N_("the keys and values come from the encoder's tokens")),
     given_def("W_Q", "W_Q"), given_def("W_K", "W_K"), given_def("W_V", "W_V"),
     _projection("Q"), _projection("K"), _projection("V"),
     StepDef("scores", "product", ("Q", "K"), "S", "scores = Q K^T",
             r"${{ 'scores' | sym }} = {{ 'Q' | sym }} {{ 'K' | sym }}^{\top}$",
             r"Compute the raw attention scores $S = QK^{\top}$: entry $(i, j)$ is query $i$ "
             r"dotted with key $j$.", marks=2, transpose=True,
-            why="entry (i, j) is query i dotted with key j"),
+            why=N_("entry (i, j) is query i dotted with key j")),
     StepDef("scaled", "scaling", ("scores",), r"\tilde{S}", "scaled = scores / sqrt(d_k)",
             r"{% if spec.scale is none %}${{ 'scaled' | sym }} = {{ 'scores' | sym }} / \sqrt{d_k}$"
             r"{% else %}${{ 'scaled' | sym }} = {{ spec.scale | tex }}\, {{ 'scores' | sym }}$"
@@ -319,7 +320,7 @@ for _step in (
             r"${{ 'output' | sym }} = {{ 'weights' | sym }} {{ 'V' | sym }}$",
             "Compute the output $O = AV$: each row is a blend of the value rows. What is its "
             "shape?", marks=2, asks_shape=True,
-            why="row i blends the rows of the values with query i's weights", mixed_up="K"),
+            why=N_("row i blends the rows of the values with query i's weights"), mixed_up="K"),
 ):
     _enter(_step)
 
@@ -345,11 +346,11 @@ for _step in (
             r"Compute $\mathrm{d}V = A^{\top}\, \mathrm{d}O$: row $j$ of $\mathrm{d}V$ collects "
             r"every query's upstream gradient, weighted by how much that query attends to key $j$.",
             marks=2, transpose_left=True,
-            why="row j gathers every query's gradient, weighted by how much it attends to key j"),
+            why=N_("row j gathers every query's gradient, weighted by how much it attends to key j")),
     StepDef("dweights", "product", ("dO", "V"), r"\mathrm{d}A", "dweights = dO V^T",
             r"$\mathrm{d}A = \mathrm{d}O\, V^{\top}$",
             r"Compute the gradient of the weights, $\mathrm{d}A = \mathrm{d}O\, V^{\top}$.",
-            marks=2, transpose=True, why="entry (i, j) is query i's gradient dotted with value j"),
+            marks=2, transpose=True, why=N_("entry (i, j) is query i's gradient dotted with value j")),
     StepDef("dscaled", "softmax-backward", ("weights", "dweights"), r"\mathrm{d}\tilde{S}",
             "dscaled = weights * (dweights - rowsum(weights * dweights))",
             r"$\mathrm{d}\tilde{S}_{ij} = A_{ij}\,(\mathrm{d}A_{ij} - \sum_k A_{ik}\, \mathrm{d}A_{ik})$",
@@ -364,10 +365,10 @@ for _step in (
             r"{{ spec.scale | tex }}\, \mathrm{d}\tilde{S}${% endif %}.", when="scaled"),
     StepDef("dQ", "product", ("dscores", "K"), r"\mathrm{d}Q", "dQ = dscores K",
             r"$\mathrm{d}Q = \mathrm{d}S\, K$", r"Compute $\mathrm{d}Q = \mathrm{d}S\, K$.", marks=2,
-            why="query i's row of the gradient weighs the keys", mixed_up="Q"),
+            why=N_("query i's row of the gradient weighs the keys"), mixed_up="Q"),
     StepDef("dK", "product", ("dscores", "Q"), r"\mathrm{d}K", "dK = dscores^T Q",
             r"$\mathrm{d}K = \mathrm{d}S^{\top} Q$", r"Compute $\mathrm{d}K = \mathrm{d}S^{\top} Q$.",
-            marks=2, transpose_left=True, why="key j's column of the gradient weighs the queries",
+            marks=2, transpose_left=True, why=N_("key j's column of the gradient weighs the queries"),
             mixed_up="K"),
     *(StepDef(f"dW_{n}", "product", ("X", f"d{n}"), rf"\mathrm{{d}}W_{n}", f"dW_{n} = X^T d{n}",
               rf"$\mathrm{{d}}W_{n} = X^{{\top}} \mathrm{{d}}{n}$",

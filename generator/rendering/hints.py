@@ -15,10 +15,12 @@ from typing import Callable
 
 from generator.maths import ops, steps
 from generator.rendering import formatting as fmt
+from generator.rendering.language import ENGLISH, N_, Language
 
-PICKED = "read it off the matrices shown above, in the new order."
-MASK = (r"row $i$ is query $i$'s: $0$ for each key it may attend to, $-\infty$ for each the mask "
-        r"hides from it (type -inf).")
+# Prose (translated as the page prints it, by its whole source)
+PICKED = N_("read it off the matrices shown above, in the new order.")
+MASK = N_(r"row $i$ is query $i$'s: $0$ for each key it may attend to, $-\infty$ for each the mask "
+          r"hides from it (type -inf).")
 
 
 @dataclass(frozen=True)
@@ -49,64 +51,78 @@ class Hint:
     title: str = ""  # prose naming the step, where its formula would not (Q_2, A′)
 
 
-def hint_of(question, step, head: int | None, decimals: int, table_places: int | None = None) -> Hint:
+def hint_of(question, step, head: int | None, decimals: int, table_places: int | None = None,
+            language: Language = ENGLISH) -> Hint:
     """How to start a step by hand, from its op in the plan that computed it, and its first
     entry's working; ``table_places``: the no-calculator table's, which the key's softmax
-    working writes its exponentials with."""
-    for _, solution in question.worked:
+    working writes its exponentials with.  Its words in the language."""
+    _ = language.gettext
+    for _prefix, solution in question.worked:
         for step_def, known in zip(solution.plan, solution.steps):
             if known is step:
                 inputs = [steps.symbol(name, head) for name in step_def.inputs
                           if "." not in name or name.startswith("kv")]  # a shared kv1.K: K_1
-                symbols = dict(zip("ab", inputs), row="column" if step_def.transpose_left else "row",
-                               col="row" if step_def.transpose else "column", mask=solution.spec.mask)
+                row, column = _("row"), _("column")
+                symbols = dict(zip("ab", inputs), row=column if step_def.transpose_left else row,
+                               col=row if step_def.transpose else column, mask=solution.spec.mask)
                 return Hint(ops.op(step_def.op).hint.how, symbols,
-                            first_working(step, step_def, head, decimals, table_places))
+                            first_working(step, step_def, head, decimals, table_places, language))
     return Hint(MASK if step.kind == "mask" else PICKED)  # M asked itself, or a matrix read off
 
 
-def pick_hint(pick, source_symbol: str, symbol: str) -> Hint:
+def pick_hint(pick, source_symbol: str, symbol: str, language: Language = ENGLISH) -> Hint:
     """How a matrix read off another is read: which rows and columns of ``source_symbol``, in
-    what order (a head's block of Q's columns; A′ = PAPᵀ, both rows and columns swapped)."""
+    what order (a head's block of Q's columns; A′ = PAPᵀ, both rows and columns swapped).
+    Its words are the language's, the numbers put in before it is printed as prose."""
+    _ = language.gettext
     moved_rows = list(pick.rows) != list(range(len(pick.rows)))
     moved_columns = list(pick.columns) != list(range(len(pick.columns)))
+    listed = language.list_separator.join
+    values = {"symbol": source_symbol, "rows": listed(str(i + 1) for i in pick.rows),
+              "columns": listed(str(i + 1) for i in pick.columns)}
     if not moved_rows:
-        how = (f"columns {_span(pick.columns)} of ${source_symbol}$, every row."
-               if _consecutive(pick.columns) else
-               f"the columns of ${source_symbol}$ in the order {_listed(pick.columns)}.")
+        if not _consecutive(pick.columns):
+            how = _("the columns of $%(symbol)s$ in the order %(columns)s.")
+        elif len(pick.columns) > 1:
+            how = _("columns %(first)s to %(last)s of $%(symbol)s$, every row.")
+        else:
+            how = _("column %(first)s of $%(symbol)s$, every row.")
+        values.update(first=pick.columns[0] + 1, last=pick.columns[-1] + 1)
+    elif moved_columns:
+        how = _("the rows of $%(symbol)s$ in the order %(rows)s, and its columns in the order "
+                "%(columns)s.")
     else:
-        how = f"the rows of ${source_symbol}$ in the order {_listed(pick.rows)}" + (
-            f", and its columns in the order {_listed(pick.columns)}." if moved_columns
-            else "; each row keeps its entries.")
-    return Hint(how, title=f"${symbol}$")
+        how = _("the rows of $%(symbol)s$ in the order %(rows)s; each row keeps its entries.")
+    return Hint(_raw(how % values), title=f"${symbol}$")
+
+
+def _raw(prose: str) -> str:
+    """Prose already in the language and with its values in: its braces (a symbol's S_{1})
+    kept from being read as template code when it is printed."""
+    return ("{% raw %}" + prose + "{% endraw %}" if any(m in prose for m in ("{{", "{%", "{#"))
+            else prose)
 
 
 def _consecutive(indices) -> bool:
     return list(indices) == list(range(indices[0], indices[0] + len(indices)))
 
 
-def _span(indices) -> str:
-    return f"{indices[0] + 1} to {indices[-1] + 1}" if len(indices) > 1 else f"{indices[0] + 1}"
-
-
-def _listed(indices) -> str:
-    return ", ".join(str(i + 1) for i in indices)
-
-
 def first_working(step, step_def, head: int | None, decimals: int,
-                  table_places: int | None = None) -> str:
+                  table_places: int | None = None, language: Language = ENGLISH) -> str:
     """The working of a step's first entry (or row), with the key's numbers, by its op's hint
     face; where they carry more places than the page shows, the hint says so beside them."""
+    _ = language.gettext
     computed_by = ops.registered().get(step.kind)
     hint = computed_by.hint if computed_by else NO_HINT
     if not step.working or hint.first is None:
         return ""
     places = fmt.working_places(step.working[0], decimals)
-    working = hint.first(FirstEntry(step, step_def, head, decimals, places, table_places))
+    working = hint.first(FirstEntry(step, step_def, head, decimals, places, table_places, language))
     if working and places > decimals and hint.says_places:
-        working += (f" (The key works from {places} places, more than the {decimals} shown, so "
-                    "that the line adds up; from the shown values you may differ in the last "
-                    "digit, which is marked right.)")
+        working += " " + _("(The key works from %(places)s places, more than the %(decimals)s "
+                           "shown, so that the line adds up; from the shown values you may "
+                           "differ in the last digit, which is marked right.)") % {
+                               "places": places, "decimals": decimals}
     return working
 
 
@@ -122,6 +138,11 @@ class FirstEntry:
     decimals: int
     places: int
     table_places: int | None
+    language: Language = ENGLISH  # the hint's words and decimal mark
+
+    def _(self, message: str, **values) -> str:
+        """A message in the hint's language, its values in."""
+        return self.language.gettext(message) % values if values else self.language.gettext(message)
 
     @property
     def line(self):
@@ -136,13 +157,13 @@ class FirstEntry:
                 f"[{line.row + 1},{getattr(line, 'col', 0) + 1}]")
 
     def text(self, num) -> str:
-        """An operand, as the key's line writes it."""
-        return fmt.decimal_text(num, self.places)
+        """An operand, as the key's line writes it (with the language's decimal mark)."""
+        return self.language.number(fmt.decimal_text(num, self.places))
 
     def result(self, num) -> str:
         """A result, to the shown decimals: "= 0.5", or "≈ 0.3333"."""
         sign = "=" if fmt.is_exact_at(num, self.decimals) else "≈"
-        return f"{sign} {fmt.decimal_text(num, self.decimals)}"
+        return f"{sign} {self.language.number(fmt.decimal_text(num, self.decimals))}"
 
 
 # The first-entry faces of the built-in ops' hints (``builtin_ops``).
@@ -163,13 +184,14 @@ def scaling_first(w: FirstEntry) -> str:
 def softmax_first(w: FirstEntry) -> str:
     """The softmax's first row: its exponentials, their sum and the weights, at the table's places
     where there is one."""
-    return softmax_row(w.line, w.table_places or w.places)
+    return softmax_row(w.line, w.table_places or w.places, w.language)
 
 
 def softmax_backward_first(w: FirstEntry) -> str:
     """The softmax backward pass's first row: its dot product a·g, the row-sum term."""
     pairs = zip(w.line.weights, w.line.upstream)
-    return f"the dot product {products(pairs, w.text)} {w.result(w.line.dot)}."
+    return w._("the dot product %(products)s %(result)s.", products=products(pairs, w.text),
+               result=w.result(w.line.dot))
 
 
 def jacobian_first(w: FirstEntry) -> str:
@@ -181,9 +203,11 @@ def jacobian_first(w: FirstEntry) -> str:
 def blend_first(w: FirstEntry) -> str:
     """The blend's first row: the weighted sum of the value rows, written with the rows' names."""
     rows = fmt.plain_entry_symbol(w.step_def.inputs[1], w.head)
-    terms = [f"{w.text(weight)}·(row {k + 1} of {rows})" for k, weight in enumerate(w.line.weights)]
-    return (f"row {w.line.row + 1} of {fmt.plain_entry_symbol(w.step.name, w.head)} = "
-            + " + ".join(terms) + ".")
+    terms = [f"{w.text(weight)}·({w._('row %(row)s of %(symbol)s', row=k + 1, symbol=rows)})"
+             for k, weight in enumerate(w.line.weights)]
+    return (w._("row %(row)s of %(symbol)s", row=w.line.row + 1,
+                symbol=fmt.plain_entry_symbol(w.step.name, w.head))
+            + " = " + " + ".join(terms) + ".")
 
 
 def products(pairs, text) -> str:
@@ -192,12 +216,15 @@ def products(pairs, text) -> str:
                       + fmt.parenthesized(text(b)) for k, (a, b) in enumerate(pairs))
 
 
-def softmax_row(line, places: int) -> str:
+def softmax_row(line, places: int, language: Language = ENGLISH) -> str:
     """A row's exponentials and their sum, as the key writes them: the sum is the sum of the
-    exponentials as printed."""
-    powers = ", ".join(
-        "masked → 0" if x is None else
-        f"e^{fmt.decimal_text(x, fmt.exponent_places(x, e, places))} "
-        f"{'=' if fmt.is_exact_at(e, places) else '≈'} {fmt.decimal_text(e, places)}"
+    exponentials as printed; in the language (its words, its decimal mark)."""
+    _, number = language.gettext, language.number
+    powers = language.list_separator.join(
+        _("masked → 0") if x is None else
+        f"e^{number(fmt.decimal_text(x, fmt.exponent_places(x, e, places)))} "
+        f"{'=' if fmt.is_exact_at(e, places) else '≈'} {number(fmt.decimal_text(e, places))}"
         for x, e in zip(line.inputs, line.exponentials))
-    return f"Row {line.row + 1}: {powers}; sum = {fmt.printed_sum(line.exponentials, places)}."
+    return _("Row %(row)s: %(powers)s; sum = %(sum)s.") % {
+        "row": line.row + 1, "powers": powers,
+        "sum": number(fmt.printed_sum(line.exponentials, places))}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import io
 import re
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -96,6 +98,43 @@ def placed(message: str, values: dict, print_words, print_value) -> str:
     for index, value in enumerate(slots):
         text = text.replace(SLOT.format(index), str(value))
     return text
+
+
+# The language of the sentences the code makes deep in a stage that knows no language (the
+# practice page's slips, made by each op's slips face): set around that stage (``speaking``),
+# read by ``gettext``; English elsewhere.
+_SPEAKING: ContextVar[Language] = ContextVar("speaking", default=ENGLISH)
+
+
+@contextmanager
+def speaking(language: Language):
+    """The sentences made inside this block (by ``gettext``) in ``language``."""
+    token = _SPEAKING.set(language)
+    try:
+        yield language
+    finally:
+        _SPEAKING.reset(token)
+
+
+def gettext(message: str) -> str:
+    """A message in the language being spoken (``speaking``): English outside any."""
+    return _SPEAKING.get().gettext(message)
+
+
+def said(message, gettext=str) -> str:
+    """A sentence kept as (message, values) until it is said (a question's slips, made before its
+    page's language is known), said by ``gettext``: a value that is itself (message, values) is
+    said alike; a plain string is already said."""
+    if isinstance(message, str):
+        return message
+    text, values = message
+    return gettext(text) % {name: said(value, gettext) if isinstance(value, tuple) else value
+                            for name, value in values.items()}
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or plural message for ``n`` in the language being spoken (``speaking``)."""
+    return _SPEAKING.get().ngettext(singular, plural, n)
 
 
 def catalogue_path(tag: str, teacher: Path | None = None) -> Path | None:

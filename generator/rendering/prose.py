@@ -73,6 +73,15 @@ class Printer:
     mark its maths writes numbers with (``with_decimal``)."""
 
     decimal = "."
+    words = str  # the language's gettext, for the words a printer adds (a formula said aloud)
+
+    def with_words(self, gettext) -> Printer:
+        """This printer, saying the words it adds (a formula's spoken name) by ``gettext``."""
+        if gettext is self.words:
+            return self
+        printer = copy.copy(self)
+        printer.words = gettext
+        return printer
 
     def with_decimal(self, mark: str) -> Printer:
         """This printer, writing numbers in maths with ``mark`` (a comma in German)."""
@@ -145,13 +154,13 @@ class HtmlPrinter(Printer):
     def _print_Math(self, piece: Math) -> str:
         sides = relation_breaks(piece.tex)
         if len(sides) == 1:
-            return f'<span class="m">{self.comma_mathml(labelled_mathml(piece.tex))}</span>'
+            return f'<span class="m">{self.comma_mathml(labelled_mathml(piece.tex, self.words))}</span>'
         # a browser breaks no MathML: each side of an = is a formula of its own, so that a
         # line may break after the =, as TeX breaks maths in a paragraph; read as one formula.
         # The break is a zero-width space, not <wbr>: Canvas's sanitiser drops a <wbr> tag.
         shown = "\u200b".join(f'<span class="m">{self.comma_mathml(hidden_mathml(tex))}</span>'
                               for tex in sides)
-        label = html.escape(self.comma_spoken(spoken(piece.tex)))
+        label = html.escape(self.comma_spoken(spoken(piece.tex, self.words)))
         return f'<span role="math" aria-label="{label}">{shown}</span>'
 
     def comma_mathml(self, mathml: str) -> str:
@@ -272,30 +281,49 @@ _TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_tex
 
 # Maths as a screen reader should say it, for a formula's accessible name (browsers leave
 # MathML out of a heading's or a caption's name): first in TeX, where the structure is plain,
-# then in the plain text (a subscript, a prime, a minus).
-SPOKEN_TEX = ((re.compile(r"\\(tilde|hat)\{(\w)\}"), r"\2 \1"),
-              (re.compile(r"\\sqrt\{([^{}]*)\}"), r"\\text{the square root of }\1"),
-              (re.compile(r"\\sum_\{?(\w+)\}?"), r"\\text{the sum over \1 of }"),
-              (re.compile(r"\^\{?\\top\}?"), r"\\text{ transpose}"),
-              (re.compile(r"\\mathrm\{d\}"), r"\\text{d }"),
-              (re.compile(r"\\(partial|infty|odot|delta)(?![A-Za-z])"),
-               lambda m: {"partial": r"\text{partial }", "infty": r"\text{infinity}",
-                          "odot": r"\text{ elementwise times }", "delta": r"\text{delta}"}[m[1]]))
-SPOKEN_TEXT = ((re.compile(r"(?<=\w)'"), " prime"), (re.compile(r"_"), " sub "),
-               (re.compile(r"\^\((\w+)\)"), r" superscript \1"), (re.compile(r"\^"), " to the "),
-               (re.compile(r"(^|\s)-\s?"), r"\1minus "), (re.compile(r"·"), " times "),
-               (re.compile(r"\s/\s|/"), " over "))
+# then in the plain text (a subscript, a prime, a minus).  Each word is a message of the
+# catalogue (``_``: the language's gettext), said in the page's language; the words put in
+# at the TeX stage are held as placeholders through the text stage, so that an apostrophe or
+# a hyphen of a translation is not read as a prime or a minus.
+def _spoken_tex(_, held: list) -> tuple:
+    def hold(words: str) -> str:
+        held.append(words)
+        return f"\ue000{len(held) - 1}\ue001"
+    said = {"partial": _("partial") + " ", "infty": _("infinity"),
+            "odot": " " + _("elementwise times") + " ", "delta": _("delta")}
+    accent = {"tilde": _("tilde"), "hat": _("hat")}
+    return ((re.compile(r"\\(tilde|hat)\{(\w)\}"), lambda m: f"{m[2]} {hold(accent[m[1]])}"),
+            (re.compile(r"\\sqrt\{([^{}]*)\}"), lambda m: hold(_("the square root of") + " ") + m[1]),
+            (re.compile(r"\\sum_\{?(\w+)\}?"),
+             lambda m: hold(_("the sum over %(index)s of") % {"index": m[1]} + " ")),
+            (re.compile(r"\^\{?\\top\}?"), lambda m: hold(" " + _("transpose"))),
+            (re.compile(r"\\mathrm\{d\}"), lambda m: "d "),
+            (re.compile(r"\\(partial|infty|odot|delta)(?![A-Za-z])"), lambda m: hold(said[m[1]])))
+
+
+def _spoken_text(_) -> tuple:
+    return ((re.compile(r"(?<=\w)'"), " " + _("prime")), (re.compile(r"_"), " " + _("sub") + " "),
+            (re.compile(r"\^\((\w+)\)"), lambda m: " " + _("superscript") + " " + m[1]),
+            (re.compile(r"\^"), " " + _("to the") + " "),
+            (re.compile(r"(^|\s)-\s?"), lambda m: m[1] + _("minus") + " "),
+            (re.compile(r"·"), " " + _("times") + " "),
+            (re.compile(r"\s/\s|/"), " " + _("over") + " "))
+
+
+HELD = re.compile("\ue000(\\d+)\ue001")
 
 
 @lru_cache(maxsize=4096)
-def spoken(tex: str) -> str:
+def spoken(tex: str, gettext=str) -> str:
     """Maths in words a screen reader says well: S̃ = S/√(d_k) is "S tilde = S over the square
-    root of d sub k"."""
-    for pattern, words in SPOKEN_TEX:
+    root of d sub k"; its words in the language of ``gettext``."""
+    held: list[str] = []
+    for pattern, words in _spoken_tex(gettext, held):
         tex = pattern.sub(words, tex)
     text = plain_maths(tex)
-    for pattern, words in SPOKEN_TEXT:
+    for pattern, words in _spoken_text(gettext):
         text = pattern.sub(words, text)
+    text = HELD.sub(lambda m: held[int(m[1])], text)
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
@@ -304,10 +332,10 @@ def hidden_mathml(tex: str) -> str:
     return mathml(tex).replace("<math>", '<math aria-hidden="true">', 1)
 
 
-def labelled_mathml(tex: str) -> str:
+def labelled_mathml(tex: str, gettext=str) -> str:
     """MathML that keeps its maths in the accessible name of what holds it (a heading, a
-    caption): the spoken form as its label."""
-    return mathml(tex).replace("<math>", f'<math aria-label="{html.escape(spoken(tex))}">', 1)
+    caption): the spoken form (in the language of ``gettext``) as its label."""
+    return mathml(tex).replace("<math>", f'<math aria-label="{html.escape(spoken(tex, gettext))}">', 1)
 
 
 class ProseRenderer:
@@ -319,7 +347,7 @@ class ProseRenderer:
 
     def __init__(self, printer: Printer, environment: jinja2.Environment, translate=str,
                  decimal: str = "."):
-        self.printer = printer.with_decimal(decimal)
+        self.printer = printer.with_decimal(decimal).with_words(translate)
         self.environment = environment
         self.translate = translate  # the language's gettext: a source is its message id
         self._compiled: dict[str, jinja2.Template] = {}

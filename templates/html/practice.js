@@ -9,22 +9,41 @@
   const data = JSON.parse(document.getElementById("answers").textContent);
   document.documentElement.classList.add("js");  // shows what needs the script (Check, Clear)
 
+  // The page's language (the JSON block #language, absent in English): its decimal mark, and
+  // its messages, the catalogue's of context "page" (scripts/make_catalogue.py gathers every
+  // t("...") of this script). t(message, values) says a message in the page's language, each
+  // {name} in it filled from values; num(text) writes a number with the page's decimal mark.
+  const language = (() => {
+    const block = document.getElementById("language");
+    return block ? JSON.parse(block.textContent) : { decimal: ".", messages: {} };
+  })();
+  const t = (message, values = {}) => (language.messages[message] || message)
+    .replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+  const num = (value) => String(value).replace(".", language.decimal);
+
   // A typed entry: {value, places} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3,
-  // 0,5, and, where the grid's answers are whole numbers (a count), 1,024 and 1,048,576 grouped;
+  // and 0,5 as 0.5 in every language (a decimal comma or a decimal point, whichever the page's);
   // and arithmetic as a student writes it on paper: 16*sqrt(2), 16√2, 3×784, 2^10, exp(-1), π/4.
+  // Grouped thousands, only where the grid's answers are whole numbers (a count): the mark that
+  // is not the page's decimal mark, each followed by exactly three digits, groups (1,024 and
+  // 1,048,576 where the decimal mark is a point; 1.024 where it is a comma); elsewhere a comma is
+  // a decimal comma, in every language (1,5 is 1.5, and 1,024 in a grid of decimals is 1.024).
   // places: the decimals typed, for a plain number (22.627: 3), else null.
+  const grouping = language.decimal === "," ? "." : ",";
+  const grouped = new RegExp(`(^|[^\\d.,])(\\d{1,3}(?:\\${grouping}\\d{3})+)(?![\\d.,])`, "g");
   function parseEntry(text, whole) {
-    let t = text.trim().replace(/[\u2212\u2013]/g, "-").replace(/\s+/g, "");
-    if (whole) t = t.replace(/(^|[^\d.,])(\d{1,3}(?:,\d{3})+)(?![\d.,])/g, (_, before, n) => before + n.replace(/,/g, ""));
-    t = t.replace(/,/g, ".");
-    if (t === "") return { blank: true };
-    if (t.length > 200) return { error: `can't read "${text.trim()}": too long for one entry` };
-    if (/^-(inf|infinity|\u221e)$/i.test(t)) return { value: -Infinity, places: null };
-    const plain = t.match(/^[-+]?(\d+\.?(\d*)|\.(\d+))$/);
-    const value = arithmetic(t);
+    let typed = text.trim().replace(/[\u2212\u2013]/g, "-").replace(/\s+/g, "");
+    if (whole) typed = typed.replace(grouped, (_, before, n) => before + n.split(grouping).join(""));
+    typed = typed.replace(/,/g, ".");
+    const entry = text.trim();
+    if (typed === "") return { blank: true };
+    if (typed.length > 200) return { error: t("can't read \"{entry}\": too long for one entry", { entry }) };
+    if (/^-(inf|infinity|\u221e)$/i.test(typed)) return { value: -Infinity, places: null };
+    const plain = typed.match(/^[-+]?(\d+\.?(\d*)|\.(\d+))$/);
+    const value = arithmetic(typed);
     if (Number.isFinite(value)) return { value, places: plain ? (plain[2] || plain[3] || "").length : null };
-    return { error: `can't read "${text.trim()}": type a number such as 0.25, -1.5 or 1/4, `
-      + "or arithmetic such as 3*784, 16*sqrt(2), \u221a512, 2^10, exp(-1), pi/4" };
+    return { error: t("can't read \"{entry}\": type a number such as 0.25, -1.5 or 1/4, "
+      + "or arithmetic such as 3*784, 16*sqrt(2), \u221a512, 2^10, exp(-1), pi/4", { entry }) };
   }
 
   // The value of an entry's arithmetic, by recursive descent (never eval): sums of products of
@@ -165,9 +184,10 @@
   // A message repeats what was typed: a 5,000-character entry is cut, not shown whole.
   const cut = (text, most = 160) => (text.length > most ? text.slice(0, most - 1) + "\u2026" : text);
 
-  function setMark(td, input, mark, message) {
+  function setMark(td, input, mark, message, off) {
     message = cut(message || "");
     input.classList.remove("right", "wrong", "unread");
+    if (off) input.dataset.off = off; else delete input.dataset.off;  // "high" or "low": sayHighAndLow
     if (mark) { input.classList.add(mark); td.dataset.mark = mark; } else { delete td.dataset.mark; }
     input.setAttribute("aria-invalid", mark === "wrong" || mark === "unread" ? "true" : "false");
     input.title = message;
@@ -203,7 +223,8 @@
         const off = entry.value - target;
         right += ok ? 1 : 0;
         short = short || (!ok && !whole && [target, step.values[i][j]].some((v) => cutShort(entry, v)));
-        setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? "too high" : "too low"));
+        setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? t("too high") : t("too low")),
+          ok ? null : (off > 0 ? "high" : "low"));
       });
     });
     if (right < total && !unread) {
@@ -211,7 +232,7 @@
       const why = typed && diagnosis(section, problem, graph, typed, expected, tolerance);
       if (why) messages.add(why);
     }
-    if (short) messages.add(`give ${data.decimals} decimal places`);  // after a slip's name: it says more
+    if (short) messages.add(t("give {places} decimal places", { places: data.decimals }));  // after a slip's name: it says more
     return [right, total, unread];
   }
 
@@ -267,14 +288,14 @@
     const square = typed.length === typed[0].length && typed.length > 1;
     if (square && typed.every((row, i) => row.every((x, j) => !Number.isFinite(expected[j][i])
         || Math.abs(x - expected[j][i]) <= slack(j, i)))) {
-      return "this is the right matrix transposed: check which side multiplies, and what is transposed";
+      return t("this is the right matrix transposed: check which side multiplies, and what is transposed");
     }
-    if (permuted(pairs, tolerance)) return "the entries are in the wrong order: check which goes where";
+    if (permuted(pairs, tolerance)) return t("the entries are in the wrong order: check which goes where");
     if (pairs.filter(([, e]) => Math.abs(e) > 1e-6).length < 2) return null;
-    if (times(-1)) return "every entry has the wrong sign: check the signs in the formula";
+    if (times(-1)) return t("every entry has the wrong sign: check the signs in the formula");
     const ratio = pairs.reduce((s, [x, e]) => s + x * e, 0) / pairs.reduce((s, [, e]) => s + e * e, 0);
     return Math.abs(ratio - 1) > 1e-2 && times(ratio)
-      ? `every entry is ${ratio.toFixed(3)} times the right one: check the scaling` : null;
+      ? t("every entry is {factor} times the right one: check the scaling", { factor: num(ratio.toFixed(3)) }) : null;
   }
 
   // Whether the typed entries are the right ones in another order (a row reversed, two
@@ -311,7 +332,7 @@
     badge.textContent = "";
     const said = document.createElement("span");
     said.className = "visually-hidden";
-    said.textContent = mark === "right" ? " your choice: right" : " your choice: wrong";
+    said.textContent = " " + (mark === "right" ? t("your choice: right") : t("your choice: wrong"));
     badge.append(mark === "right" ? " \u2713" : " \u2717", said);
     label.querySelector("input").setAttribute("aria-description", said.textContent.trim());
   }
@@ -352,8 +373,8 @@
     part.dataset.score = total ? String(Number(part.dataset.marks) * right / total) : "0";
     const marks = part.querySelector(".marks");
     // the tally counts answers (boxes, shapes, a choice), not marks: [3 marks] may have 2 boxes
-    marks.textContent = total ? `${right} of ${total} answer${total === 1 ? "" : "s"} right`
-      + (right === total ? " \u2713" : "") : "";
+    marks.textContent = total ? (total === 1 ? t("{right} of 1 answer right", { right })
+      : t("{right} of {total} answers right", { right, total })) + (right === total ? " \u2713" : "") : "";
     noteOf(part).textContent = cut([...messages][0] || "", 300);
     part.dataset.state = "checked";
     remember(section, part, true);
@@ -374,22 +395,26 @@
     if (!input.value.trim()) { setMark(input.parentElement, input, null); return false; }
     const ok = typed && Number(typed[1]) === rows && Number(typed[2]) === columns;
     setMark(input.parentElement, input, ok ? "right" : (typed ? "wrong" : "unread"),
-      ok ? "" : (typed ? "not this matrix's shape" : "type the shape as rows×columns, such as 2×5"));
+      ok ? "" : (typed ? t("not this matrix's shape") : t("type the shape as rows×columns, such as 2×5")));
     return ok;
   }
 
   // "too high" and "too low", said under the grid, not only in a tooltip.
   function sayHighAndLow(table) {
-    const said = { "too high": [], "too low": [] };
+    const said = { high: [], low: [] };
     const first = Number(table.dataset.firstRow || 0);  // a row question's one row is row 3
     table.querySelectorAll("tr").forEach((tr, i) => tr.querySelectorAll("td").forEach((td, j) => {
       const input = td.querySelector("input.wrong");
-      if (input && said[input.title]) said[input.title].push(`row ${first + i + 1}, column ${j + 1}`);
+      if (input && said[input.dataset.off]) said[input.dataset.off].push(t("row {row}, column {column}", { row: first + i + 1, column: j + 1 }));
     }));
     const one = table.querySelectorAll("input").length === 1;  // a one-box grid: no place to say
     const text = Object.entries(said).filter(([, cells]) => cells.length)
-      .map(([how, cells]) => (one ? how
-        : `${how}: ${cells.slice(0, 6).join("; ")}${cells.length > 6 ? ` and ${cells.length - 6} more` : ""}`))
+      .map(([off, cells]) => {
+        const how = off === "high" ? t("too high") : t("too low");
+        if (one) return how;
+        const more = cells.length > 6 ? " " + t("and {count} more", { count: cells.length - 6 }) : "";
+        return `${how}: ${cells.slice(0, 6).join("; ")}${more}`;
+      })
       .join(". ");
     let note = table.closest(".scroll").nextElementSibling;
     if (!note || !note.classList.contains("grid-note")) {
@@ -407,10 +432,10 @@
         score += Number(part.dataset.score || 0);
         marks += Number(part.dataset.marks);
       });
-      section.querySelector("h2 .score").textContent = `score ${score.toFixed(1)} of ${marks}`;
+      section.querySelector("h2 .score").textContent = t("score {score} of {marks}", { score: num(score.toFixed(1)), marks });
       pageScore += score; pageMarks += marks;
     }
-    document.getElementById("page-score").textContent = `Your score: ${pageScore.toFixed(1)} of ${pageMarks} marks`;
+    document.getElementById("page-score").textContent = t("Your score: {score} of {marks} marks", { score: num(pageScore.toFixed(1)), marks: pageMarks });
   }
 
   // Marks follow the answers: an edit takes back its grid's marks, and those of every grid
@@ -434,8 +459,8 @@
     part.dataset.state = part.dataset.state === "edited" ? "edited" : why;
     part.dataset.score = "0";
     unmarkChoices(part);
-    part.querySelector(".marks").textContent = part.dataset.state === "edited" ? "changed since Check"
-      : "an earlier answer changed: press Check again";
+    part.querySelector(".marks").textContent = part.dataset.state === "edited" ? t("changed since Check")
+      : t("an earlier answer changed: press Check again");
     noteOf(part).textContent = "";
     remember(section, part, false);
   }
@@ -541,7 +566,7 @@
   }
 
   document.getElementById("clear").addEventListener("click", () => {
-    if (!window.confirm("Clear every answer and mark on this page? This cannot be undone.")) return;
+    if (!window.confirm(t("Clear every answer and mark on this page? This cannot be undone."))) return;
     if (storage) {
       const mine = [];
       for (let k = 0; k < storage.length; k += 1) if (storage.key(k).startsWith(prefix)) mine.push(storage.key(k));
