@@ -450,6 +450,9 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         auto_reload=False,  # a template is read once a run: no stat of its file at every include
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
+    # a sentence for the reader, to be translated (gettext's newstyle form; --lang installs them)
+    environment.globals.setdefault("_", _identity_gettext)
+    environment.globals.setdefault("ngettext", _identity_ngettext)
     environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
@@ -460,6 +463,14 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     environment.filters["article"] = _article
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment
+
+
+def _identity_gettext(message: str, **values) -> str:
+    return message % values if values else message
+
+
+def _identity_ngettext(singular: str, plural: str, num: int, **values) -> str:
+    return (singular if num == 1 else plural) % {"num": num, **values}
 
 
 def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
