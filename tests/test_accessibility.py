@@ -139,3 +139,15 @@ def test_the_key_reads_one_problem_in_the_order_it_is_worked(every_type, browser
     assert all(name for _, role, name in tree if role == "region")
     headings = [(depth, name) for depth, role, name in tree if role == "heading"]
     assert len(headings) > 3 * len(BUILT_IN)
+
+
+def test_a_teachers_template_folder_replaces_the_key_pages_layout(tmp_path):
+    from generator.cli import main
+    (tmp_path / "mine" / "html").mkdir(parents=True)
+    (tmp_path / "mine" / "html" / "answers.html.j2").write_text(
+        '<html lang="{{ lang }}"><title>{{ _("Key: %(title)s", title=info.title) }}</title>'
+        "{% for paper in papers %}{{ paper.problems | length }}{% endfor %}</html>\n")
+    assert main(["--seed", "1", "--count", "2", "--format", "html", "--templates",
+                 str(tmp_path / "mine"), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "answers.html").read_text() == (
+        '<html lang="en"><title>Key: Scaled dot-product self-attention</title>2</html>\n')
