@@ -60,6 +60,16 @@ def test_the_key_page_is_one_document_with_its_language_and_no_script(every_type
     assert "<math" in page and "$" not in re.sub(r"<[^>]+>", "", page)  # no TeX left unprinted
 
 
+def test_a_line_of_the_latex_working_is_printed_as_words_and_mathml():
+    from generator.formats.answers import tex_lines
+    lines = tex_lines(r"Row 1: $x = (-1) \cdot 2$,\quad sum~$= 3$;\par{\small\emph{Note:} it \& that}\par")
+    assert len(lines) == 3  # a \quad between formulas parts them as a \par does
+    assert lines[0].startswith('Row 1: <span role="math" aria-label="x = (minus 1) times 2">')
+    assert "<mrow><mo>&#x02212;</mo><mn>1</mn></mrow>" in lines[0]  # −1 a number, not a subtraction
+    assert lines[1].startswith("sum\u00a0<span") and "<mn>3</mn>" in lines[1]
+    assert lines[2] == "<b>Note:</b> it &amp; that"
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", ["answers.html", "practice.html"])
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
 
 from generator.formats.web import web_environment
 from generator.rendering import formatting as fmt
@@ -41,7 +40,7 @@ TEXT_MARKS = ((re.compile(r"\\(?:emph|textbf|textit)\{([^{}]*)\}"), r"**\1**"),
               (re.compile(r"\\textasciicircum\{\}"), "^"), (re.compile(r"\\textasciitilde\{\}"), "~"),
               (re.compile(r"\\textbackslash\{\}"), "\\\\"), (re.compile(r"~"), "\u00a0"),
               (re.compile(r"(?<!\\)[{}]"), ""), (re.compile(r"\\([&%$#_{}])"), r"\1"),
-              (re.compile(r"--"), "–"), (re.compile(r"\s+"), " "))
+              (re.compile(r"--"), "–"), (re.compile(r"[ \t\r\n]+"), " "))  # a ~ stays no-break
 MATHS_MARKS = re.compile(r"\\(?:allowbreak|nobreak)\b\s*|\\[bB]ig[lr]?\b")
 
 
@@ -83,12 +82,12 @@ def entries(step, decimals: int, spec=None) -> list[list[str]]:
              for j, n in enumerate(row)] for i, row in enumerate(step.entries)]
 
 
-def working_lines(latex: str) -> list[Markup]:
+def working_lines(latex: str) -> list[str]:
     """The lines of a LaTeX step's ``working`` environments, each as HTML."""
     return [line for body in WORKING.findall(latex) for line in tex_lines(body)]
 
 
-def tex_lines(latex: str) -> list[Markup]:
+def tex_lines(latex: str) -> list[str]:
     """LaTeX text (words and $maths$) cut at its line breaks (and at a \\quad between formulas,
     which sets a row's entries apart: one line each here), each line printed as the page's
     prose: the words as text, the maths as MathML."""

@@ -253,7 +253,7 @@ SPOKEN_TEX = ((re.compile(r"\\(tilde|hat)\{(\w)\}"), r"\2 \1"),
                           "odot": r"\text{ elementwise times }", "delta": r"\text{delta}"}[m[1]]))
 SPOKEN_TEXT = ((re.compile(r"(?<=\w)'"), " prime"), (re.compile(r"_"), " sub "),
                (re.compile(r"\^\((\w+)\)"), r" superscript \1"), (re.compile(r"\^"), " to the "),
-               (re.compile(r"(^|\s)-\s?"), r"\1minus "), (re.compile(r"·"), " times "),
+               (re.compile(r"(^|[\s([])-\s?"), r"\1minus "), (re.compile(r"·"), " times "),
                (re.compile(r"\s/\s|/"), " over "))
 
 
