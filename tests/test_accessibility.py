@@ -122,7 +122,8 @@ def accessibility_tree(page) -> list[tuple[int, str, str]]:
         shown = not node.get("ignored")
         if shown:
             role = node.get("role", {}).get("value", "")
-            name = re.sub(r"\s+(?=,)", "", node.get("name", {}).get("value", ""))  # "Q , 3 by 4"
+            name = " ".join(node.get("name", {}).get("value", "").split())  # no-break spaces too
+            name = name.replace(" ,", ",")  # "Q , 3 by 4": the caption's maths, then its words
             read.append((depth, "math" if role == "MathMLMath" else role, name))
         for child in node.get("childIds", []):
             if child in nodes:

@@ -12,6 +12,7 @@ page prints prose (``prose.HtmlPrinter``: the words escaped, the maths as MathML
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import jinja2
 from generator.formats.web import web_environment
 from generator.rendering import formatting as fmt
 from generator.rendering.paper import DocumentInfo, Paper
-from generator.rendering.prose import PRINTERS
+from generator.rendering.prose import HtmlPrinter, Math, hidden_mathml, relation_breaks, spoken
 from generator.rendering.render import latex_environment, rendered_pieces
 from generator.rendering.sinks import IN_MEMORY, Sink
 
@@ -102,7 +103,39 @@ def tex_lines(latex: str) -> list[str]:
             lines.append("".join(line))
             line = [plain_words(words)]
     lines.append("".join(line))
-    return [PRINTERS["html"].print(prose) for text in lines if (prose := text.strip(" ,;"))]
+    return [KEY_PRINTER.print(prose) for text in lines if (prose := text.strip(" ,;"))]
+
+
+class KeyPrinter(HtmlPrinter):
+    """The page's printer, which also lets a line break after each comma of a vector
+    ([0.5,\\ 0.25, ...]) and each + of a sum, as TeX breaks a formula in a paragraph, so that
+    a row's weights or a long dot product fit a phone: read as one formula."""
+
+    def _print_Math(self, piece: Math) -> str:
+        shown = [tex for side in relation_breaks(piece.tex) for tex in line_breaks(side)]
+        if len(shown) == 1:
+            return super()._print_Math(piece)
+        joined = "\u200b".join(f'<span class="m">{hidden_mathml(tex)}</span>' for tex in shown)
+        return f'<span role="math" aria-label="{html.escape(spoken(piece.tex))}">{joined}</span>'
+
+
+BREAK_OR_GROUP = re.compile(r"\\[{}]|\\left(?![a-zA-Z])|\\right(?![a-zA-Z])|[{}]|,\\ | \+ ")
+
+
+def line_breaks(tex: str) -> list[str]:
+    """TeX cut after each ",\\ " of a vector and each " + " of a sum outside braces and
+    \\left ... \\right, each piece keeping its space."""
+    pieces, depth, start = [], 0, 0
+    for match in BREAK_OR_GROUP.finditer(tex):
+        token = match[0]
+        depth += (token in ("{", "\\left")) - (token in ("}", "\\right"))
+        if depth == 0 and token in (",\\ ", " + ") and tex[match.end():].strip():
+            pieces.append(tex[start:match.end()])
+            start = match.end()
+    return pieces + [tex[start:]]
+
+
+KEY_PRINTER = KeyPrinter()
 
 
 NEGATIVE = re.compile(r"(^|[(\[,=]\s*(?:\\[ ,;]\s*)*|\\approx\s*)-(\d+(?:\.\d+)?)")
