@@ -5,8 +5,8 @@
 #     from PyPI, `pip install torch` would pull a multi-gigabyte CUDA build
 #   - TeX Live from Debian packages when pdflatex is missing (needs root or sudo), with
 #     LuaLaTeX and Noto fonts for names in any script
-#   - for the tests only (FOR_TESTS=1): torch, Debian's chromium for the browser tests and
-#     poppler-utils for reading PDFs back
+#   - for the tests only (FOR_TESTS=1): torch, Debian's chromium for the browser tests,
+#     poppler-utils for reading PDFs back, and axe-core (npm) for the accessibility tests
 # Sourced by scripts/run.sh and scripts/test.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -81,6 +81,16 @@ install_browser() {
   install_debian_packages "chromium and poppler-utils (for the tests)" chromium poppler-utils
 }
 
+# axe-core, which the accessibility tests run in chromium (tests/test_accessibility.py looks
+# for it here, in the environment's folder, which git ignores)
+AXE_PREFIX=$VENV/axe
+install_axe() {
+  [ -f "$AXE_PREFIX/node_modules/axe-core/axe.min.js" ] && return 0
+  command -v npm >/dev/null || install_debian_packages "nodejs and npm (for axe-core)" nodejs npm
+  say "installing axe-core (for the accessibility tests) from the npm registry"
+  quietly npm install --prefix "$AXE_PREFIX" --no-audit --no-fund --no-save axe-core@4
+}
+
 tex_ready() {
   command -v pdflatex >/dev/null && command -v lualatex >/dev/null \
     && kpsewhich luaotfload.sty >/dev/null && kpsewhich ngerman.ldf >/dev/null \
@@ -101,5 +111,6 @@ install_python_packages
 if [ "${FOR_TESTS:-0}" = 1 ]; then
   install_torch_from_disk
   install_browser
+  install_axe
 fi
 install_tex

@@ -26,7 +26,7 @@ RUNS = {
                  "--format", "moodle,html", "--practice"],
 }
 FILES = ("questions.tex", "answers.tex", "questions.md", "answers.md", "problems.json",
-         "moodle.xml", "practice.html")
+         "moodle.xml", "practice.html", "answers.html")
 
 
 @pytest.mark.parametrize("run", RUNS)

@@ -108,6 +108,11 @@ def _practice(r: Rendering) -> dict:
     return render_practice(r.keys, r.info, r.templates, r.sink)
 
 
+def _practice_and_key(r: Rendering) -> dict:
+    from generator.formats.answers import render_answers
+    return {**_practice(r), **render_answers(r.keys, r.info, r.templates, r.sink)}
+
+
 def _moodle(r: Rendering) -> dict:
     from generator.formats.web import render_moodle
     return {"moodle.xml": render_moodle(r.keys, r.info, r.templates, r.sink)}
@@ -118,9 +123,9 @@ def _qti(r: Rendering) -> dict:
     return {"qti.zip": render_qti(r.keys, r.info, r.templates, r.sink)}
 
 
-register(Driver("html", _practice,
-                files=("practice.html",), folders=("practice",),
-                help="a self-check practice page"))
+register(Driver("html", _practice_and_key,
+                files=("practice.html", "answers.html"), folders=("practice",),
+                help="a self-check practice page, and the answer key as an accessible web page"))
 register(Driver("moodle", _moodle,
                 files=("moodle.xml",), help="a Moodle XML question bank"))
 register(Driver("qti", _qti,

@@ -52,7 +52,10 @@ class Language:
 
     def ngettext(self, singular: str, plural: str, n: int) -> str:
         """The singular or plural message for ``n``, by the language's plural rule."""
-        return self.translations.ngettext(singular, plural, n)
+        # gettext's plural rules take whole numbers: a fraction of a mark (2.5) takes the form of
+        # a number other than one, as the languages shipped write it
+        whole = n if isinstance(n, int) else int(n) if n == int(n) else 2
+        return self.translations.ngettext(singular, plural, whole)
 
     def number(self, text: str) -> str:
         """A number written with this language's decimal mark: 0.25 as 0,25 in German."""

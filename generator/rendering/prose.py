@@ -305,7 +305,7 @@ def _spoken_text(_) -> tuple:
     return ((re.compile(r"(?<=\w)'"), " " + _("prime")), (re.compile(r"_"), " " + _("sub") + " "),
             (re.compile(r"\^\((\w+)\)"), lambda m: " " + _("superscript") + " " + m[1]),
             (re.compile(r"\^"), " " + _("to the") + " "),
-            (re.compile(r"(^|\s)-\s?"), lambda m: m[1] + _("minus") + " "),
+            (re.compile(r"(^|[\s([])-\s?"), lambda m: m[1] + _("minus") + " "),
             (re.compile(r"·"), " " + _("times") + " "),
             (re.compile(r"\s/\s|/"), " " + _("over") + " "))
 

@@ -549,6 +549,14 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
     return environment
 
 
+def _identity_gettext(message: str, **values) -> str:
+    return message % values if values else message
+
+
+def _identity_ngettext(singular: str, plural: str, num: int, **values) -> str:
+    return (singular if num == 1 else plural) % {"num": num, **values}
+
+
 def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (keyed by each template's source, so an edited
     template is compiled afresh): compiling them all anew would cost every run time

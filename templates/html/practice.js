@@ -539,6 +539,11 @@
     const more = box.scrollWidth - box.clientWidth;
     box.classList.toggle("more-right", more > 1 && box.scrollLeft < more - 1);
     box.classList.toggle("more-left", more > 1 && box.scrollLeft > 1);
+    // a box that scrolls (maths wider than a phone) is reached by the keyboard too, whose
+    // arrows scroll it (WCAG 2.1.1); a grid's boxes already are
+    if (!box.querySelector("input")) {
+      if (more > 1) box.tabIndex = 0; else box.removeAttribute("tabindex");
+    }
   }
   const sized = "ResizeObserver" in window ? new ResizeObserver((seen) => seen.forEach((e) => cueScroll(e.target))) : null;
   for (const box of document.querySelectorAll(".scroll, .m")) {
