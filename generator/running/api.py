@@ -78,7 +78,8 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
     Python could not raise; see ``cli``)."""
     load_plugins()  # the installed packages' types, ops and formats (``plugins``)
     refuse_loop(options.out, "--out")
-    with OutputFolder(options.out) as folder:  # first restores a set a killed run left half-written
+    with OutputFolder(options.out, owned=is_owned_name) as folder:  # first restores a set a
+        # killed run left half-written, and refuses state files the tool did not write
         options.checked()
         inputs = input_files(options)
         folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
@@ -106,7 +107,15 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
             after_commit()  # a stop that came while the set was put in place
     notes += [f"kept the earlier exam's record as {shlex.quote(str(kept))}; set that exam again "
               f"with: {set_again_command(kept, options.out)}" for kept in folder.kept]
+    notes += [f"{shlex.quote(str(path))} is not the file gen-problems wrote there (changed since): "
+              f"kept as it is, and no longer the tool's" for path in folder.disowned]
     return Result(options, info.seed, sets, tuple(paths), tuple(notes), tuple(printed))
+
+
+def is_owned_name(name: str) -> bool:
+    """Whether a format (or the PDFs) may write a file of this name in the output folder."""
+    parts = name.split("/")
+    return name in owned_names() or (len(parts) > 1 and parts[0] in owned_folders())
 
 
 def format_notes(options: Options, versions: int) -> list[str]:
