@@ -109,6 +109,26 @@ def test_a_huge_state_file_is_refused_unread(run_cli, out, name):
     assert (out / ".gen-problems" / name).stat().st_size == 100 << 20
 
 
+@pytest.mark.parametrize("entry, made", [(".gen-problems", "file"),
+                                         (".gen-problems/lock", "folder"),
+                                         (".gen-problems/manifest.json", "folder"),
+                                         (".gen-problems/journal.json", "folder"),
+                                         (".gen-problems/exams", "file")])
+def test_a_state_entry_of_the_wrong_kind_is_one_line_and_stays(run_cli, out, entry, made):
+    path = out / entry
+    if path.is_dir():
+        shutil.rmtree(path)
+    path.unlink(missing_ok=True)
+    if made == "folder":
+        path.mkdir()
+    else:
+        path.write_text("mine\n")
+    earlier = folder_files(out)
+    code, _, err = run_cli("--count", 1, "--out", out)
+    refused(code, err, f"{path} is not a", "inspect it")
+    assert folder_files(out) == earlier and path.exists()
+
+
 def test_a_file_the_teacher_put_in_place_of_the_tools_is_kept(run_cli, out):
     (out / "practice.html").unlink()
     (out / "practice.html").write_bytes(b"<p>my own page</p>\n")

@@ -34,6 +34,7 @@ import filecmp
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -108,7 +109,11 @@ class OutputFolder:
         if not os.access(existing, os.W_OK | os.X_OK):
             raise OutputRefused(f"--out {self.path}: {existing} is not writable")
         refuse_link(self.state)
+        if os.path.lexists(self.state) and not self.state.is_dir():
+            raise OutputRefused(f"{self.state} is not a folder, and gen-problems keeps its own "
+                                f"files there: inspect it, and remove it to go on")
         if self.state.is_dir():
+            _refuse_odd_entries(self.state)
             try:
                 with self._locked():
                     self._recover()
@@ -456,6 +461,20 @@ def _link_on_the_way(root: Path, name: str) -> Path | None:
         if path.is_symlink():
             return path
     return None
+
+
+def _refuse_odd_entries(state: Path) -> None:
+    """The lock and the kept records' folder are of the kind the tool makes (a lock that is a
+    folder is not the tool's), and no link."""
+    for name, kind, what in ((LOCK, stat.S_ISREG, "a file"), (KEPT, stat.S_ISDIR, "a folder")):
+        try:
+            mode = os.lstat(state / name).st_mode
+        except FileNotFoundError:
+            continue
+        refuse_link(state / name)
+        if not kind(mode):
+            raise OutputRefused(f"{state / name} is not {what}, as gen-problems makes it: "
+                                f"inspect it, and remove it to go on")
 
 
 def refuse_link(path: Path) -> None:

@@ -43,12 +43,12 @@ def read_state_json(path: Path) -> object:
         if os.path.islink(path):
             raise Damaged("is a link") from None
         raise Damaged(f"cannot be read ({error.strerror or error})") from None
+    status = os.fstat(descriptor)  # before fdopen, which refuses a folder with the wrong name
+    if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_STATE_BYTES:
+        os.close(descriptor)
+        raise Damaged("is not a plain file" if not stat.S_ISREG(status.st_mode) else
+                      f"is {status.st_size >> 20} MB, larger than the tool ever writes")
     with os.fdopen(descriptor, "rb") as stream:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise Damaged("is not a plain file")
-        if status.st_size > MAX_STATE_BYTES:
-            raise Damaged(f"is {status.st_size >> 20} MB, larger than the tool ever writes")
         text = stream.read(MAX_STATE_BYTES + 1)
     try:
         return json.loads(text.decode("utf-8"))
@@ -144,5 +144,5 @@ def _is_identity(identity: object) -> bool:
     if not isinstance(identity, dict) or set(identity) != {"size", "sha256"}:
         return False
     size, digest = identity["size"], identity["sha256"]
-    return (type(size) is int and size >= 0 and isinstance(digest, str) and len(digest) == 64
-            and all(c in "0123456789abcdef" for c in digest))
+    return (type(size) is int and 0 <= size < 1 << 63 and isinstance(digest, str)
+            and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest))
