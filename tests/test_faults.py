@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import folder_files
 
+from generator.running import api
 from generator.running.roster import load_roster
 
 
@@ -153,6 +154,16 @@ def test_a_file_edited_in_place_to_the_same_size_is_kept(run_cli, out):
     code, _, err = run_cli("--count", 1, "--out", out)
     refused(code, err, f"{key} is not the file gen-problems wrote")
     assert key.read_bytes() == edited
+
+
+def test_a_changed_file_every_run_writes_is_refused_before_any_work(run_cli, out, monkeypatch):
+    def no_work(*args, **kwargs):
+        raise AssertionError("the run started its work")
+
+    monkeypatch.setattr(api, "Scheduler", no_work)
+    (out / "questions.tex").write_text("% my own sheet\n")
+    code, _, err = run_cli("--count", 2000, "--difficulty", "hard", "--out", out)
+    refused(code, err, "questions.tex is not the file gen-problems wrote")
 
 
 def test_a_folder_in_place_of_a_file_of_the_set_is_kept(run_cli, out):

@@ -83,6 +83,8 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
         options.checked()
         inputs = input_files(options)
         folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
+        folder.refuse_changed({name for driver in chosen(()) if driver.always
+                               for name in driver.files})  # written by every run
         # A problem set again prints as the marker's key: the record's header, decimals, table.
         options, recorded = settings_from_record(options)
         language_of(options.lang or recorded.get("language", DEFAULT_TAG), options.templates)

@@ -191,6 +191,15 @@ class OutputFolder:
                 raise OutputRefused(f"{given} is an input but also where --out {self.path} writes "
                                   f"its outputs: move it, or choose another --out")
 
+    def refuse_changed(self, names: set[str]) -> None:
+        """A file of the current set that this run writes again (``names``) but that is no
+        longer the one the tool wrote: refused now, before a long run ends in the same refusal
+        at the commit."""
+        for name, identity in sorted(self.owned_files().items()):
+            if (name in names and not _link_on_the_way(self.path, name)
+                    and is_changed(self.path / name, identity)):
+                raise changed_refusal(self.path / name)
+
     # -- committing: after everything is solved and rendered -------------------------------
 
     def commit(self, documents: dict[str, str | bytes | Path], inputs: list[Path] = (),
@@ -293,9 +302,7 @@ class _Plan:
                                     f"{self.root}/ and follows no link there; remove it")
         for name in self.changed:
             if name in self.documents:
-                raise OutputRefused(f"{self.root / name} is not the file gen-problems wrote there "
-                                    f"(it was changed or replaced since): it is kept and nothing "
-                                    f"was written; move it away, or choose another --out")
+                raise changed_refusal(self.root / name)
         for name in self.replaced:
             target = self.root / name
             if name not in self.old and not name.startswith(f"{STATE}/"):
@@ -351,6 +358,13 @@ class _Plan:
         shutil.rmtree(self.backup, ignore_errors=True)
         for name in self.stale:
             _remove_empty_parents(self.root / name, self.root)
+
+
+def changed_refusal(path: Path) -> OutputRefused:
+    """The teacher's file stands where the tool wrote one of its set: kept, and the run stops."""
+    return OutputRefused(f"{path} is not the file gen-problems wrote there (it was changed or "
+                         f"replaced since): it is kept and nothing was written; move it away, "
+                         f"or choose another --out")
 
 
 def _kept_copies(root: Path, documents: dict, old: set[str], keep) -> dict[str, str]:
