@@ -78,7 +78,7 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
     Python could not raise; see ``cli``)."""
     load_plugins()  # the installed packages' types, ops and formats (``plugins``)
     refuse_loop(options.out, "--out")
-    with OutputFolder(options.out, owned=is_owned_name) as folder:  # first restores a set a
+    with OutputFolder(options.out, owned=owned_name_test()) as folder:  # first restores a set a
         # killed run left half-written, and refuses state files the tool did not write
         options.checked()
         inputs = input_files(options)
@@ -114,10 +114,11 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
     return Result(options, info.seed, sets, tuple(paths), tuple(notes), tuple(printed))
 
 
-def is_owned_name(name: str) -> bool:
-    """Whether a format (or the PDFs) may write a file of this name in the output folder."""
-    parts = name.split("/")
-    return name in owned_names() or (len(parts) > 1 and parts[0] in owned_folders())
+def owned_name_test() -> Callable[[str], bool]:
+    """Whether a format (or the PDFs) may write a file of a name in the output folder: a fixed
+    name (answers.md), or one inside a folder a format owns (papers/...)."""
+    names, folders = owned_names(), owned_folders()
+    return lambda name: name in names or ("/" in name and name.split("/")[0] in folders)
 
 
 def format_notes(options: Options, versions: int) -> list[str]:

@@ -124,9 +124,9 @@ def file_identity(path: Path) -> Identity:
 
 def is_changed(path: Path, identity: Identity | None) -> bool:
     """Whether what stands at ``path`` is no longer the file the tool wrote there: a folder,
-    a device, or a file of another size or content (a file recorded by name only, by an
-    earlier version, is taken as the tool's).  A missing file is not changed; nor is a link,
-    which the commit refuses on its own."""
+    a device, a file of another size or content, or one it cannot read (a file recorded by
+    name only, by an earlier version, is taken as the tool's).  A missing file is not
+    changed; nor is a link, which the commit refuses on its own."""
     try:
         status = os.lstat(path)
     except FileNotFoundError:
@@ -137,7 +137,10 @@ def is_changed(path: Path, identity: Identity | None) -> bool:
         return True
     if identity is None:
         return False
-    return status.st_size != identity["size"] or file_identity(path) != identity
+    try:
+        return status.st_size != identity["size"] or file_identity(path) != identity
+    except OSError:  # unreadable (chmod 000): the tool cannot tell, so it keeps the file
+        return True
 
 
 def _is_identity(identity: object) -> bool:
