@@ -78,10 +78,13 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
     Python could not raise; see ``cli``)."""
     load_plugins()  # the installed packages' types, ops and formats (``plugins``)
     refuse_loop(options.out, "--out")
-    with OutputFolder(options.out) as folder:  # first restores a set a killed run left half-written
+    with OutputFolder(options.out, owned=owned_name_test()) as folder:  # first restores a set a
+        # killed run left half-written, and refuses state files the tool did not write
         options.checked()
         inputs = input_files(options)
         folder.refuse_inputs_inside(inputs, owned_names(), owned_folders())
+        folder.refuse_changed({name for driver in chosen(()) if driver.always
+                               for name in driver.files})  # written by every run
         # A problem set again prints as the marker's key: the record's header, decimals, table.
         options, recorded = settings_from_record(options)
         language_of(options.lang or recorded.get("language", DEFAULT_TAG), options.templates)
@@ -106,7 +109,16 @@ def generate(options: Options, *, before_commit: Callable[[], None] = _nothing,
             after_commit()  # a stop that came while the set was put in place
     notes += [f"kept the earlier exam's record as {shlex.quote(str(kept))}; set that exam again "
               f"with: {set_again_command(kept, options.out)}" for kept in folder.kept]
+    notes += [f"{shlex.quote(str(path))} is not the file gen-problems wrote there (changed since): "
+              f"kept as it is, and no longer the tool's" for path in folder.disowned]
     return Result(options, info.seed, sets, tuple(paths), tuple(notes), tuple(printed))
+
+
+def owned_name_test() -> Callable[[str], bool]:
+    """Whether a format (or the PDFs) may write a file of a name in the output folder: a fixed
+    name (answers.md), or one inside a folder a format owns (papers/...)."""
+    names, folders = owned_names(), owned_folders()
+    return lambda name: name in names or ("/" in name and name.split("/")[0] in folders)
 
 
 def format_notes(options: Options, versions: int) -> list[str]:

@@ -1,8 +1,11 @@
 """Stage 4, writers: the output folder, replaced as a whole set, like a database commit.
 
 The tool owns only what it wrote.  ``.gen-problems/manifest.json`` lists the files
-of the last complete set; nothing else in the folder is ever removed or
-overwritten (a file in the way that the tool did not write stops the run).
+of the last complete set, each with its size and hash; nothing else in the folder is ever
+removed or overwritten (a file in the way that the tool did not write stops the run), nor
+is a file of the set that is no longer the one the tool wrote (the teacher's now: kept).
+The state files are checked before they are believed (``state``): one the tool did not
+write stops the run in one line and is left for the teacher to inspect.
 
 Putting a new set in place (``OutputFolder.commit``), under a lock on the folder:
   1. every new file is written in full into a private work folder;
@@ -38,15 +41,24 @@ import threading
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-STATE = ".gen-problems"
-MANIFEST = "manifest.json"
+from generator.running.state import (
+    KEPT,
+    MANIFEST,
+    STATE,
+    Damaged,
+    file_identity,
+    is_changed,
+    journal_changes,
+    manifest_files,
+    plain_name,
+    read_state_json,
+)
+
 JOURNAL = "journal.json"
 LOCK = "lock"
 BACKUP = "backup"
-KEPT = "exams"  # earlier exams' records, each in a folder of its own
 TEX_FAILURE = "tex-failure"
 WORK_PREFIX = "work-"
-MAX_STATE_BYTES = 64 << 20  # a manifest lists a class's files: some 100 bytes a file
 
 
 # Set while a commit puts a set in place: a stop (Ctrl-C) then waits until the folder holds
@@ -72,8 +84,9 @@ def current_umask() -> int:
 class OutputFolder:
     """The ``--out`` folder: checked and recovered on ``open``, replaced on ``commit``."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, owned: Callable[[str], bool] | None = None):
         self.named = str(path)  # as given: Path("") would quietly become "."
+        self.owned = owned  # whether the tool may write a file of this name (any, if None)
         self.path = Path(path)
         self.state = self.path / STATE
         self.work: Path | None = None
@@ -81,6 +94,7 @@ class OutputFolder:
         self.made: list[Path] = []  # the folders this run made, deepest first
         self.committed = False
         self.kept: list[Path] = []  # files of the earlier set this run's commit kept
+        self.disowned: list[Path] = []  # files of the earlier set the teacher has changed
 
     # -- opening: before anything is solved ------------------------------------------------
 
@@ -95,12 +109,17 @@ class OutputFolder:
         if not os.access(existing, os.W_OK | os.X_OK):
             raise OutputRefused(f"--out {self.path}: {existing} is not writable")
         refuse_link(self.state)
+        if os.path.lexists(self.state) and not self.state.is_dir():
+            raise OutputRefused(f"{self.state} is not a folder, and gen-problems keeps its own "
+                                f"files there: inspect it, and remove it to go on")
         if self.state.is_dir():
+            _refuse_odd_entries(self.state)
             try:
                 with self._locked():
                     self._recover()
             except OSError as error:
                 raise OutputError(f"cannot restore {self.path}/: {describe(error)}") from None
+            self.owned_files()  # a manifest the tool did not write stops the run before it starts
         return self
 
     def workspace(self, name: str) -> Path:
@@ -140,26 +159,27 @@ class OutputFolder:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def owned_files(self) -> set[str]:
-        """The files of the current set, as paths relative to the folder.  A manifest that
-        names a file outside the folder, or in the tool's own state, is not one this tool
-        wrote (a folder from elsewhere): refused, since the files it lists may be removed."""
+    def owned_files(self) -> dict[str, dict | None]:
+        """The files of the current set, as paths relative to the folder, each with the identity
+        it was written with (None from an earlier version's manifest).  A manifest of another
+        shape, or naming a file outside the folder, in the tool's own state or of a name the
+        tool never writes, is not one this tool wrote (a folder from elsewhere, a hand edit):
+        refused and left in place, since the files it lists may be removed."""
+        manifest = self.state / MANIFEST
+        if not os.path.lexists(manifest):
+            return {}
         try:
-            files = json.loads(_read_state_file(self.state / MANIFEST))["files"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return set()
-        if not isinstance(files, list) or not all(_plain_name(name) for name in files) or any(
-                name.split("/")[0] == STATE for name in files):
-            raise OutputRefused(f"{self.state / MANIFEST} lists files outside {self.path}/ or in "
-                                f"its state: it was not written by gen-problems; delete it if "
-                                f"this folder came from elsewhere")
-        return set(files)
+            return manifest_files(read_state_json(manifest), self.owned)
+        except Damaged as damage:
+            raise OutputRefused(f"{manifest} {damage}: it was not written by gen-problems for "
+                                f"{self.path}/ (a folder from elsewhere?) and nothing was "
+                                f"changed; inspect it, and delete it to go on") from None
 
     def refuse_inputs_inside(self, inputs: list[Path], names: set[str], folders: set[str]) -> None:
         """An input file where this run writes (a fixed output name, an owned folder, a file of
         the current set) would be overwritten or removed: refuse before anything happens."""
         root = self.path.resolve()
-        owned = self.owned_files()
+        owned = set(self.owned_files())
         for given in inputs:
             resolved = given.resolve()
             if not resolved.is_relative_to(root):
@@ -170,6 +190,15 @@ class OutputFolder:
             if (relative.as_posix() in names | owned or relative.parts[0] in folders | {STATE}):
                 raise OutputRefused(f"{given} is an input but also where --out {self.path} writes "
                                   f"its outputs: move it, or choose another --out")
+
+    def refuse_changed(self, names: set[str]) -> None:
+        """A file of the current set that this run writes again (``names``) but that is no
+        longer the one the tool wrote: refused now, before a long run ends in the same refusal
+        at the commit."""
+        for name, identity in sorted(self.owned_files().items()):
+            if (name in names and not _link_on_the_way(self.path, name)
+                    and is_changed(self.path / name, identity)):
+                raise changed_refusal(self.path / name)
 
     # -- committing: after everything is solved and rendered -------------------------------
 
@@ -194,6 +223,7 @@ class OutputFolder:
                     COMMITTING.clear()
                 self.committed = True
                 self.kept = [self.path / name for name in plan.kept]
+                self.disowned = [self.path / name for name in plan.changed]
         except OSError as error:
             raise OutputError(f"cannot write the new set to {self.path}/ "
                               f"({describe(error, self.path)}); the earlier files are as they were"
@@ -245,12 +275,18 @@ class OutputFolder:
 class _Plan:
     """One commit: which files are created, replaced or removed, and how to undo it."""
 
-    def __init__(self, folder: OutputFolder, documents: dict, old: set[str], staged: Path,
+    def __init__(self, folder: OutputFolder, documents: dict, owned: dict, staged: Path,
                  keep=None):
         self.folder = folder
         self.root = folder.path
         self.backup = folder.state / BACKUP
         self.staged = staged
+        self.documents = documents
+        # A file of the earlier set that is not the one the tool wrote is the teacher's now.
+        self.changed = sorted(name for name, identity in owned.items()
+                              if not _link_on_the_way(self.root, name)
+                              and is_changed(self.root / name, identity))
+        old = set(owned) - set(self.changed)
         self.kept = _kept_copies(self.root, documents, old, keep) if keep else {}
         names = set(documents) | {f"{STATE}/{MANIFEST}"} | set(self.kept)
         self.stale = sorted(name for name in old - names if (self.root / name).exists())
@@ -264,6 +300,9 @@ class _Plan:
             if (link := _link_on_the_way(self.root, name)) is not None:
                 raise OutputRefused(f"{link} is a link: gen-problems writes only inside "
                                     f"{self.root}/ and follows no link there; remove it")
+        for name in self.changed:
+            if name in self.documents:
+                raise changed_refusal(self.root / name)
         for name in self.replaced:
             target = self.root / name
             if name not in self.old and not name.startswith(f"{STATE}/"):
@@ -276,17 +315,20 @@ class _Plan:
                                   f"or choose another --out")
 
     def stage(self, documents: dict) -> None:
-        """Every new file written in full, with the mode it will have, before anything moves."""
+        """Every new file written in full, with the mode it will have, before anything moves;
+        the manifest last, with the identity of each file as staged."""
         mode = 0o666 & ~current_umask()
-        manifest = json.dumps({"tool": "gen-problems", "files": sorted(documents)}, indent=1)
+        manifest = f"{STATE}/{MANIFEST}"
         for name in self.names:
             if name in self.kept:  # a copy of the earlier set's file, with its mode
                 _copy_file(self.root / self.kept[name], self.staged / name)
-                continue
-            content = manifest if name == f"{STATE}/{MANIFEST}" else documents[name]
-            target = self.root / name
-            keep = target.stat().st_mode & 0o7777 if name in self.replaced else mode
-            _write_file(self.staged / name, content, keep)
+            elif name != manifest:
+                keep = (self.root / name).stat().st_mode & 0o7777 if name in self.replaced else mode
+                _write_file(self.staged / name, documents[name], keep)
+        identities = {name: file_identity(self.staged / name) for name in sorted(documents)}
+        listing = {"tool": "gen-problems", "files": sorted(documents), "identities": identities}
+        keep = (self.root / manifest).stat().st_mode & 0o7777 if manifest in self.replaced else mode
+        _write_file(self.staged / manifest, json.dumps(listing, indent=1), keep)
 
     def apply(self) -> None:
         journal = {"tool": "gen-problems", "created": self.created,
@@ -318,6 +360,13 @@ class _Plan:
             _remove_empty_parents(self.root / name, self.root)
 
 
+def changed_refusal(path: Path) -> OutputRefused:
+    """The teacher's file stands where the tool wrote one of its set: kept, and the run stops."""
+    return OutputRefused(f"{path} is not the file gen-problems wrote there (it was changed or "
+                         f"replaced since): it is kept and nothing was written; move it away, "
+                         f"or choose another --out")
+
+
 def _kept_copies(root: Path, documents: dict, old: set[str], keep) -> dict[str, str]:
     """{where each kept copy goes: the earlier set's file it copies}.  A file is kept when
     ``keep`` names a folder for it, unless the new set holds it again unchanged or a copy
@@ -330,7 +379,7 @@ def _kept_copies(root: Path, documents: dict, old: set[str], keep) -> dict[str, 
                 or _same_content(current, documents.get(name))):
             continue
         folder = keep(name, current)
-        if folder is None or not _plain_name(folder) or "/" in folder:
+        if folder is None or not plain_name(folder) or "/" in folder:
             continue
         for number in range(1, 1000):
             where = f"{STATE}/{KEPT}/{folder}{f'-{number}' if number > 1 else ''}/{current.name}"
@@ -400,31 +449,22 @@ def _is_placed(path: Path, identity) -> bool:
 
 
 def _read_journal(journal: Path, root: Path, backup: Path) -> dict:
-    """A journal this tool wrote, checked: every file it names lies inside the folder and is
-    reached through no link, there and in the backup; otherwise nothing is changed and the
-    run stops."""
+    """A journal this tool wrote, checked: of its shape, every file it names inside the folder
+    and reached through no link, there and in the backup; otherwise nothing is changed, the
+    journal stays for the teacher to inspect, and the run stops."""
     try:
-        changes = json.loads(_read_state_file(journal))
+        changes = journal_changes(read_state_json(journal))
         names = [*changes["created"], *changes["replaced"], *changes["placed"]]
-        shaped = (changes.get("tool") == "gen-problems" and isinstance(changes["placed"], dict)
-                  and all(isinstance(changes[key], list) for key in ("created", "replaced"))
-                  and all(_plain_name(name) for name in names)
-                  and all(isinstance(v, list) and len(v) == 2 for v in changes["placed"].values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        shaped = False
-    if not shaped or backup.is_symlink() or any(
-            _link_on_the_way(root, name) or _link_on_the_way(backup, name) for name in names):
-        raise OutputRefused(f"{journal} is not a journal gen-problems wrote for {root}/ (a folder "
-                            f"from elsewhere?): nothing was changed; delete it to go on")
+        if backup.is_symlink():
+            raise Damaged(f"restores from {backup}, a link")
+        for name in names:
+            if link := _link_on_the_way(root, name) or _link_on_the_way(backup, name):
+                raise Damaged(f"names {name!r}, reached through the link {link}")
+    except Damaged as damage:
+        raise OutputRefused(f"{journal} {damage}: it is not a journal gen-problems wrote for "
+                            f"{root}/ (a folder from elsewhere?) and nothing was changed; "
+                            f"inspect it, and delete it to go on") from None
     return changes
-
-
-def _plain_name(name) -> bool:
-    """A file name relative to the output folder, inside it, spelled plainly (a/b.pdf)."""
-    if not isinstance(name, str) or not name or "\0" in name:
-        return False
-    path = PurePosixPath(name)
-    return not path.is_absolute() and ".." not in path.parts and path.as_posix() == name
 
 
 def _link_on_the_way(root: Path, name: str) -> Path | None:
@@ -437,20 +477,25 @@ def _link_on_the_way(root: Path, name: str) -> Path | None:
     return None
 
 
+def _refuse_odd_entries(state: Path) -> None:
+    """The lock and the kept records' folder are of the kind the tool makes (a lock that is a
+    folder is not the tool's), and no link."""
+    for name, kind, what in ((LOCK, stat.S_ISREG, "a file"), (KEPT, stat.S_ISDIR, "a folder")):
+        try:
+            mode = os.lstat(state / name).st_mode
+        except FileNotFoundError:
+            continue
+        refuse_link(state / name)
+        if not kind(mode):
+            raise OutputRefused(f"{state / name} is not {what}, as gen-problems makes it: "
+                                f"inspect it, and remove it to go on")
+
+
 def refuse_link(path: Path) -> None:
     """Refuse a path that is a symbolic link: gen-problems follows no link in its output folder."""
     if path.is_symlink():
         raise OutputRefused(f"{path} is a link: gen-problems keeps its own files there and "
                             f"follows no link; remove it")
-
-
-def _read_state_file(path: Path) -> str:
-    """One of the tool's own files, never read through a link."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(descriptor, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise ValueError(f"{path} is not a file")
-        return stream.read(MAX_STATE_BYTES).decode("utf-8")
 
 
 def _missing_folders(folder: Path) -> list[Path]:
