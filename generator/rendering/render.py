@@ -522,11 +522,13 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
     """A sandboxed Jinja environment over the template folders (a teacher's first): undefined values
     refused, the language's sentences (``_("...")``, ``{% trans %}``), and the globals and filters
     every format's templates share."""
+    # the cache's flavour names the options a caller chose (the i18n extension is always there)
+    cache = _bytecode_cache(options)
     options = {"autoescape": False, "extensions": ["jinja2.ext.i18n"], **options}
     environment = Sandbox(
         loader=CheckedLoader(template_folders(user_templates)),  # a bad file is one line
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True, bytecode_cache=_bytecode_cache(options),
+        trim_blocks=True, lstrip_blocks=True, bytecode_cache=cache,
         auto_reload=False,  # a template is read once a run: no stat of its file at every include
         **options)
     environment.install_gettext_translations(language.translations, newstyle=True)
