@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import difflib
+import re
 import traceback
 from collections.abc import Iterator
 from functools import partial
@@ -32,7 +33,13 @@ from pylatex.utils import NoEscape, escape_latex
 from generator.kinds import TYPES
 from generator.maths import insight, ops, steps
 from generator.maths.engine import Num
-from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
+from generator.pdf.typesetting import (
+    PDFLATEX,
+    actual_text,
+    pdflatex_lacks,
+    right_to_left,
+    typesetting_of,
+)
 from generator.rendering import formatting as fmt
 from generator.rendering.paper import DocumentInfo, Paper, writing_lines
 from generator.rendering.prose import (
@@ -237,6 +244,7 @@ def latex_environment(decimals: int, user_templates: Path | None = None) -> jinj
         # a command may wrap after a space or a slash of a long path, never run off the page
         shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
+        pdf_text=pdf_text_latex,
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
         **_working_filters(decimals, fmt.latex_number, fmt.latex_vector, NoEscape,
                            rounded=NoEscape(r"\approx")),
@@ -450,6 +458,8 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
         auto_reload=False,  # a template is read once a run: no stat of its file at every include
         **{"autoescape": False, **options})
     environment.globals["zip"] = zip
+    environment.globals.setdefault("_", _identity_gettext)  # the catalogues' gettext, once merged
+    environment.globals.setdefault("lang", "en")  # the documents' language, a BCP 47 tag
     environment.globals["working_template"] = ops.working_template  # a step's, by its op
     environment.filters["writing_lines"] = writing_lines
     environment.filters["exp_of"] = lambda x: Num.of(sympy.exp(_exact_number(x)))
@@ -460,6 +470,10 @@ def make_environment(user_templates: Path | None, **options) -> jinja2.Environme
     environment.filters["article"] = _article
     environment.filters["letter_index"] = lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter)
     return environment
+
+
+def _identity_gettext(message: str, **values) -> str:
+    return message % values if values else message
 
 
 def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
@@ -559,9 +573,32 @@ def shell_command_latex(command: str) -> NoEscape:
 def _escape_untrusted(value):
     if value is None or isinstance(value, (NoEscape, int)):
         return value
+    literal = _literal_latex(str(value))
+    typeset = right_to_left(literal)  # an Arabic or Hebrew name reads right to left
+    if typeset == literal:
+        return NoEscape(literal)
+    # and copies back in reading order, ligatures and all (LuaLaTeX: pdflatex never sets it)
+    return NoEscape(actual_text(str(value), typeset))
+
+
+# Characters T1 and TeX's ligatures would print as others: ' as a right quote (which copies
+# back as U+2019), ` and " as quotes, ,, << >> as one glyph each.
+LITERAL_CHARACTERS = {"'": r"\textquotesingle{}", "`": r"\textasciigrave{}", '"': r"\textquotedbl{}"}
+LIGATURE_PAIR = re.compile(r"(?<=([,<>]))(?=\1)")
+
+
+def _literal_latex(text: str) -> str:
+    """Text as LaTeX that prints (and copies back as) each of its characters."""
     # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
-    escaped = escape_latex(str(value)).replace(r"\^{}", r"\textasciicircum{}")
-    return NoEscape(right_to_left(escaped))  # an Arabic or Hebrew name reads right to left
+    escaped = escape_latex(text).replace(r"\^{}", r"\textasciicircum{}")
+    escaped = LIGATURE_PAIR.sub("{}", escaped)
+    return "".join(LITERAL_CHARACTERS.get(char, char) for char in escaped)
+
+
+def pdf_text_latex(value) -> NoEscape:
+    """Text for a PDF string that hyperref makes of LaTeX (the title, a bookmark): escaped,
+    with no typesetting commands in it."""
+    return NoEscape(_literal_latex(str(value)).replace("{-}", "-"))  # no ligatures in a string
 
 
 def _trusted_or_none(text: str | None):
