@@ -228,18 +228,20 @@ def test_a_pdflatex_class_too_and_an_apostrophe_copies_back_straight(tmp_path, r
         pytest.skip("pdftotext (poppler-utils) is installed by scripts/test.sh")
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name\na1,Seán O'Brien\nb2,Zoë \"Zo\" Ångström\n", encoding="utf-8")
-    code, _, err = run_cli("--count", 2, "--students", roster, "--pdf", "--title", "Quiz: it's on",
+    title = "Quiz: it's on -- A&B, 50% \"#1\" <<a>> ~^"  # as typed, in the PDF's title too
+    code, _, err = run_cli("--count", 2, "--students", roster, "--pdf", "--title", title,
                            "--out", tmp_path / "o")
     assert code == 0, err
     out = tmp_path / "o"
     assert (out / "questions.tex").read_text().startswith("\\documentclass")  # pdflatex
-    check_described(out / "questions.pdf", "Quiz: it's on — Questions", 2, papers=2)
-    check_described(out / "answers.pdf", "Quiz: it's on — Answer key", 2,
+    check_described(out / "questions.pdf", f"{title} — Questions", 2, papers=2)
+    check_described(out / "answers.pdf", f"{title} — Answer key", 2,
                     papers=len(list((out / "keys").iterdir())))
     papers = sorted((out / "papers").iterdir())
     for paper, name in zip(papers, ["Seán O'Brien", 'Zoë "Zo" Ångström']):
-        check_described(paper, "Quiz: it's on — Questions", 2)
+        check_described(paper, f"{title} — Questions", 2)
         assert name_line(paper) == f"Name: {name}"
+        assert pdf_text(paper).startswith(title), pdf_text(paper)[:80]
 
 
 @pytest.mark.tex

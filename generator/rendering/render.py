@@ -598,7 +598,7 @@ def _literal_latex(text: str) -> str:
 def pdf_text_latex(value) -> NoEscape:
     """Text for a PDF string that hyperref makes of LaTeX (the title, a bookmark): escaped,
     with no typesetting commands in it."""
-    return NoEscape(_literal_latex(str(value)).replace("{-}", "-"))  # no ligatures in a string
+    return NoEscape(_literal_latex(str(value)))  # (hyperref too makes -- a dash: {-}{-} is not)
 
 
 def _trusted_or_none(text: str | None):
