@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -113,18 +114,134 @@ def international_class(tmp_path_factory):
     return out, done.stderr
 
 
+# The roster's scripts: Latin with diacritics, Vietnamese, Greek, Cyrillic, Chinese, Japanese
+# (kana), Korean, Arabic (a lam-alef ligature), Devanagari, Hebrew and Thai; and an emoji.
+SCRIPTS = 11
+# pdftotext marks a right-to-left run in a left-to-right line with U+202B ... U+202C around it.
+RTL_EMBEDDING = ("\u202b", "\u202c")
+
+
+def name_line(pdf: Path) -> str:
+    """The line of a paper's text that names its student, as pdftotext gives it (not normalized)."""
+    text = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True, check=True).stdout
+    return next(line for line in text.splitlines() if line.startswith("Name:"))
+
+
+def printed_name(name: str) -> str:
+    """The name as written (NFC), in the embedding marks pdftotext puts round a right-to-left one."""
+    name = unicodedata.normalize("NFC", name)
+    return name.join(RTL_EMBEDDING) if unicodedata.bidirectional(name[0]) in ("R", "AL") else name
+
+
 @pytest.mark.tex
 def test_every_name_is_found_as_written_in_the_combined_pdf_and_in_its_own_paper(international_class):
     out, _ = international_class
     whole = pdf_text(out / "questions.pdf")
     students = load_roster(ROSTERS / "international.csv").students
     papers = sorted((out / "papers").iterdir())
-    assert len(papers) == len(students) == 12
+    assert len(papers) == len(students) == 14
+    scripts = {unicodedata.name(c).split()[0] for s in students for c in s.name if c.isalpha()}
+    assert {"ARABIC", "HEBREW", "THAI", "HIRAGANA", "HANGUL", "DEVANAGARI"} <= scripts
     for student, paper in zip(students, papers):
         name = unicodedata.normalize("NFC", student.name)
         assert name in whole, name
-        assert f"Name: {name}" in pdf_text(paper).replace("\u202b", "").replace("\u202c", ""), name
+        assert name_line(paper) == f"Name: {printed_name(name)}", name
         assert TITLE in pdf_text(paper)
+
+
+def outline(pdf) -> list[tuple[str, list[str]]]:
+    """The PDF's bookmarks: each top entry's title and its entries' titles."""
+    with pdf.open_outline() as tree:
+        return [(str(item.title), [str(child.title) for child in item.children]) for item in tree.root]
+
+
+def check_described(pdf_path: Path, title: str, problems: int, papers: int = 1) -> None:
+    """A PDF of ``papers`` papers of ``problems`` problems each carries its language, its title,
+    an outline of its problems (under one entry per paper, where it has several) and a Unicode
+    name for every glyph of every font."""
+    pikepdf = pytest.importorskip("pikepdf")
+    with pikepdf.open(pdf_path) as pdf:
+        assert str(pdf.Root.Lang) == "en", pdf_path
+        assert str(pdf.docinfo.Title) == title, pdf_path
+        assert bool(pdf.Root.ViewerPreferences.DisplayDocTitle)
+        entries = outline(pdf)
+    problem_titles = lambda titles: [t.split(":")[0] for t in titles]  # noqa: E731
+    expected = [f"Problem {n}" for n in range(1, problems + 1)]
+    if papers == 1:
+        assert problem_titles(entry for entry, _ in entries) == expected, pdf_path
+    else:
+        assert len(entries) == papers and all(problem_titles(under) == expected
+                                              for _, under in entries), pdf_path
+    fonts = subprocess.run(["pdffonts", pdf_path], capture_output=True, text=True,
+                           check=True).stdout.splitlines()[2:]
+    assert fonts and all(line.split()[-3] == "yes" for line in fonts), (pdf_path, fonts)
+    assert unmapped_glyphs(pdf_path) == {}, pdf_path
+
+
+def unmapped_glyphs(pdf_path: Path) -> dict[str, list]:
+    """Each Type 1 font's glyphs that the pages show but its /ToUnicode does not map (TeX's
+    maths fonts: a sum sign would copy out as nothing)."""
+    import pikepdf
+
+    from generator.pdf import pdfcut
+
+    missing = {}
+    with pikepdf.open(pdf_path) as pdf:
+        for font, glyphs in pdfcut.glyphs_shown(pdf).values():
+            codes = {code for code, name in (pdfcut._encoding_of(font) or {}).items()
+                     if name in (glyphs or ())}
+            unmapped = sorted(codes - mapped_codes(font.get("/ToUnicode")))
+            if unmapped:
+                missing[str(font.BaseFont)] = unmapped
+    return missing
+
+
+def mapped_codes(cmap) -> set[int]:
+    """The character codes a /ToUnicode CMap maps (its bfchar and bfrange entries)."""
+    if cmap is None:
+        return set()
+    text = bytes(cmap.read_bytes()).decode("latin-1")
+    codes = set()
+    for block in re.findall(r"beginbfchar(.*?)endbfchar", text, re.S):
+        codes.update(int(code, 16) for code in re.findall(r"<([0-9A-Fa-f]+)>\s*<[0-9A-Fa-f]*>", block))
+    for block in re.findall(r"beginbfrange(.*?)endbfrange", text, re.S):
+        for low, high in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*[<[]", block):
+            codes.update(range(int(low, 16), int(high, 16) + 1))
+    return codes
+
+
+@pytest.mark.tex
+def test_every_lualatex_pdf_has_its_language_title_outline_and_unicode_fonts(international_class):
+    out, _ = international_class
+    students = len(load_roster(ROSTERS / "international.csv").students)
+    check_described(out / "questions.pdf", f"{TITLE} — Questions", 2, papers=students)
+    keys = len(list((out / "keys").iterdir()))  # one per version
+    check_described(out / "answers.pdf", f"{TITLE} — Answer key", 2, papers=keys)
+    for paper in sorted((out / "papers").iterdir()) + sorted((out / "keys").iterdir()):
+        name = "Questions" if paper.parent.name == "papers" else "Answer key"
+        check_described(paper, f"{TITLE} — {name}", 2)
+
+
+@pytest.mark.tex
+def test_a_pdflatex_class_too_and_an_apostrophe_copies_back_straight(tmp_path, run_cli):
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is installed by scripts/test.sh")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\na1,Seán O'Brien\nb2,Zoë \"Zo\" Ångström\n", encoding="utf-8")
+    title = "Quiz: it's on -- A&B, 50% \"#1\" <<a>> ~^"  # as typed, in the PDF's title too
+    code, _, err = run_cli("--count", 2, "--students", roster, "--pdf", "--title", title,
+                           "--out", tmp_path / "o")
+    assert code == 0, err
+    out = tmp_path / "o"
+    assert (out / "questions.tex").read_text().startswith("\\documentclass")  # pdflatex
+    check_described(out / "questions.pdf", f"{title} — Questions", 2, papers=2)
+    check_described(out / "answers.pdf", f"{title} — Answer key", 2,
+                    papers=len(list((out / "keys").iterdir())))
+    papers = sorted((out / "papers").iterdir())
+    for paper, name in zip(papers, ["Seán O'Brien", 'Zoë "Zo" Ångström']):
+        check_described(paper, f"{title} — Questions", 2)
+        assert name_line(paper) == f"Name: {name}"
+        assert pdf_text(paper).startswith(title), pdf_text(paper)[:80]
 
 
 @pytest.mark.tex

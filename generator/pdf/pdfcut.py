@@ -88,12 +88,85 @@ def cut(pdf: Path, starts: list[int], until: int | None, names: list[str], folde
     folder.mkdir(parents=True, exist_ok=True)
     with pikepdf.open(pdf) as document:
         ends = starts[1:] + [len(document.pages) if until is None else until]
+        marks = bookmarks(document)
         for name, start, end in zip(names, starts, ends):
             with pikepdf.new() as paper:
                 paper.pages.extend(document.pages[start:end])
+                describe(paper, document, [(depth, title, page - start, place)
+                                           for depth, title, page, place in marks
+                                           if start <= page < end])
                 subset_fonts(paper)
                 paper.save(folder / Path(name).name, deterministic_id=True, compress_streams=True,
                            object_stream_mode=pikepdf.ObjectStreamMode.generate)
+
+
+# What a paper keeps of its document's catalog: its language, how a viewer shows its title and
+# opens its bookmarks.
+CATALOG_KEYS = ("/Lang", "/ViewerPreferences", "/PageMode")
+
+
+def describe(paper, document, marks: list) -> None:
+    """The paper's language, title and bookmarks, as its document has them: each of its
+    problems, at the top (the document's entry for the paper itself, over them, is the
+    whole of this PDF)."""
+    import pikepdf
+
+    for key in CATALOG_KEYS:
+        if key in document.Root:
+            paper.Root[key] = pikepdf.Object.parse(document.Root[key].unparse())
+    if "/Title" in document.docinfo:
+        paper.docinfo["/Title"] = pikepdf.String(str(document.docinfo["/Title"]))
+    top = min((depth for depth, *_ in marks), default=0)
+    if top == 0 and [depth for depth, *_ in marks].count(0) == 1 and len(marks) > 1:
+        top, marks = 1, marks[1:]  # the paper's own entry
+    with paper.open_outline() as outline:
+        levels = [outline.root]  # the list an entry at each depth goes into
+        for depth, title, page, (left, top_y, zoom) in marks:
+            item = pikepdf.OutlineItem(title, page, "XYZ", left=left, top=top_y, zoom=zoom)
+            level = min(max(depth - top, 0), len(levels) - 1)
+            del levels[level + 1:]
+            levels[level].append(item)
+            levels.append(item.children)
+
+
+def bookmarks(document) -> list[tuple[int, str, int, tuple]]:
+    """The document's bookmarks in order: (depth, title, page index, (left, top, zoom) of
+    its destination); an entry whose place cannot be read is left out."""
+    import pikepdf
+
+    names = document.Root.get("/Names", {}).get("/Dests")
+    named = pikepdf.NameTree(names) if names is not None else {}
+    pages = {page.objgen: number for number, page in enumerate(document.pages)}
+    found = []
+
+    def place(item):
+        target = item.destination
+        if target is None and item.action is not None and item.action.get("/S") == "/GoTo":
+            target = item.action.get("/D")
+        if isinstance(target, (pikepdf.String, pikepdf.Name)):
+            target = named.get(str(target)) if str(target) in named else None
+        if isinstance(target, pikepdf.Dictionary):
+            target = target.get("/D")
+        if not isinstance(target, pikepdf.Array) or len(target) < 2:
+            return None
+        page = pages.get(target[0].objgen)
+        if page is None:
+            return None
+        values = [None if value is None else float(value) for value in list(target[2:5])]
+        if str(target[1]) != "/XYZ":
+            values = [None, None, None]
+        return page, tuple((values + [None] * 3)[:3])
+
+    def walk(items, depth):
+        for item in items:
+            where = place(item)
+            if where is not None:
+                found.append((depth, str(item.title), *where))
+            walk(item.children, depth + 1)
+
+    with document.open_outline() as outline:
+        walk(outline.root, 0)
+    return found
 
 
 def subset_fonts(pdf) -> None:

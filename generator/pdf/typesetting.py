@@ -175,6 +175,19 @@ def right_to_left(latex: str) -> str:
     return RTL_RUN.sub(lambda run: "{\\textdir TRT " + run.group(0) + "}", latex)
 
 
+def actual_text(text: str, typeset: str) -> str:
+    """For LuaLaTeX: ``typeset`` (the LaTeX of ``text``, with right-to-left runs) in a span whose
+    /ActualText is the text itself (NFC), so that it copies out as written and not as its glyphs
+    map one by one (HarfBuzz's lam-alef ligature of an Arabic name stands for two letters, which
+    a reader turning the glyphs into reading order would swap, and its hamza lands apart).
+    The span's text is given in the order it is printed, each right-to-left run reversed as
+    ``right_to_left`` sets it: poppler (pdftotext, Evince, Okular) lays an /ActualText out
+    along its span, left to right, and then turns right-to-left runs into reading order, as
+    it does with glyphs; with the text in reading order it would give it reversed."""
+    printed = RTL_RUN.sub(lambda run: run.group(0)[::-1], unicodedata.normalize("NFC", text))
+    return f"\\actualtext{{{printed.encode('utf-16-be').hex().upper()}}}{{{typeset}}}"
+
+
 def engine_of(source: str) -> str:
     """The engine a LaTeX source was written for: lualatex when it opens with its magic line."""
     return "lualatex" if source.startswith(MAGIC_LINE) else "pdflatex"

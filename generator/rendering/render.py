@@ -33,7 +33,13 @@ from pylatex.utils import NoEscape, escape_latex
 from generator.kinds import TYPES
 from generator.maths import insight, ops, steps
 from generator.maths.engine import Num
-from generator.pdf.typesetting import PDFLATEX, pdflatex_lacks, right_to_left, typesetting_of
+from generator.pdf.typesetting import (
+    PDFLATEX,
+    actual_text,
+    pdflatex_lacks,
+    right_to_left,
+    typesetting_of,
+)
 from generator.rendering import formatting as fmt
 from generator.rendering.language import CATALOGUES, ENGLISH, Language, language_of, placed
 from generator.rendering.paper import DocumentInfo, Paper, header_text, writing_lines
@@ -261,6 +267,7 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
         # a command may wrap after a space or a slash of a long path, never run off the page
         shell_command=shell_command_latex,
         entry_symbol=lambda name, head=None: NoEscape(fmt.latex_entry_symbol(name, head)),
+        pdf_text=pdf_text_latex,
         **_relations(decimals, exact="=", rounded=NoEscape(r"\approx")),
         **_working_filters(decimals, fmt.latex_number, latex_vector, NoEscape,
                            rounded=NoEscape(r"\approx")),
@@ -551,12 +558,6 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
     return environment
 
 
-def _identity_gettext(message: str, **values) -> str:
-    return message % values if values else message
-
-
-def _identity_ngettext(singular: str, plural: str, num: int, **values) -> str:
-    return (singular if num == 1 else plural) % {"num": num, **values}
 
 
 def _bytecode_cache(options: dict | None = None) -> jinja2.BytecodeCache | None:
@@ -657,9 +658,32 @@ def shell_command_latex(command: str) -> NoEscape:
 def _escape_untrusted(value):
     if value is None or isinstance(value, (NoEscape, int)):
         return value
+    literal = _literal_latex(str(value))
+    typeset = right_to_left(literal)  # an Arabic or Hebrew name reads right to left
+    if typeset == literal:
+        return NoEscape(literal)
+    # and copies back in reading order, ligatures and all (LuaLaTeX: pdflatex never sets it)
+    return NoEscape(actual_text(str(value), typeset))
+
+
+# Characters T1 and TeX's ligatures would print as others: ' as a right quote (which copies
+# back as U+2019), ` and " as quotes, ,, << >> as one glyph each.
+LITERAL_CHARACTERS = {"'": r"\textquotesingle{}", "`": r"\textasciigrave{}", '"': r"\textquotedbl{}"}
+LIGATURE_PAIR = re.compile(r"(?<=([,<>]))(?=\1)")
+
+
+def _literal_latex(text: str) -> str:
+    """Text as LaTeX that prints (and copies back as) each of its characters."""
     # pylatex writes ^ as the accent \^{}, which prints a small hat; T1 has the real caret.
-    escaped = escape_latex(str(value)).replace(r"\^{}", r"\textasciicircum{}")
-    return NoEscape(right_to_left(escaped))  # an Arabic or Hebrew name reads right to left
+    escaped = escape_latex(text).replace(r"\^{}", r"\textasciicircum{}")
+    escaped = LIGATURE_PAIR.sub("{}", escaped)
+    return "".join(LITERAL_CHARACTERS.get(char, char) for char in escaped)
+
+
+def pdf_text_latex(value) -> NoEscape:
+    """Text for a PDF string that hyperref makes of LaTeX (the title, a bookmark): escaped,
+    with no typesetting commands in it."""
+    return NoEscape(_literal_latex(str(value)))  # (hyperref too makes -- a dash: {-}{-} is not)
 
 
 def _trusted_or_none(text: str | None):
