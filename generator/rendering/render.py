@@ -26,6 +26,8 @@ from pathlib import Path
 import jinja2
 import jinja2.sandbox
 import sympy
+from babel import Locale, UnknownLocaleError
+from babel.lists import format_list
 from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 
@@ -279,7 +281,9 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
                                         autoescape=False, bytecode_cache=_bytecode_cache())
             renderers[name] = ProseRenderer(PRINTERS[name], prose_environment, language.gettext,
                                             "." if name == "latex" else language.decimal)
-            prose_environment.filters.update(_prose_filters(renderers[name], decimals))
+            prose_environment.filters.update(_prose_filters(renderers[name], decimals),
+                                             **_list_filters(language.tag))
+            prose_environment.tests["read_with_an"] = _read_with_an
             prose_environment.globals["zip"] = zip
         return renderers[name]
 
@@ -363,7 +367,35 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
 
 
 def _article(n) -> str:
-    return "an" if str(n).startswith("8") or n in (11, 18) else "a"
+    return "an" if _read_with_an(n) else "a"
+
+
+def _read_with_an(n) -> bool:
+    """Whether English writes "an" before the number (an 8, an 11, an 18): prose asks it as a
+    test, ``{% if n is read_with_an %}an{% else %}a{% endif %}``, so that both words are in the
+    message a translator sees."""
+    return str(n).startswith("8") or n in (11, 18)
+
+
+def _list_filters(tag: str) -> dict:
+    """``and_list`` and ``or_list``: items joined as the language joins a list ("1, 2 and 3",
+    "1, 2 und 3", "1、2和3"), each written by an optional pattern (``'$O_{}$'``)."""
+    # the prose's English writes no serial comma (CLDR's "en" does): British English's lists
+    locale = Locale.parse("en_GB") if tag == "en" else _list_locale(tag)
+
+    def joined(style: str):
+        def filter_(items, pattern: str = "{}") -> str:
+            return format_list([pattern.replace("{}", str(item)) for item in items], style, locale)
+        return filter_
+    return dict(and_list=joined("standard"), or_list=joined("or"))
+
+
+def _list_locale(tag: str) -> Locale:
+    """The locale whose list patterns the language takes; English's for a tag CLDR does not know."""
+    try:
+        return Locale.parse(tag, sep="-")
+    except (UnknownLocaleError, ValueError):
+        return Locale.parse("en_GB")
 
 
 SANDBOX_KEY = "immutable-sandbox"
