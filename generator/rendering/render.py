@@ -257,8 +257,8 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
     return environment
 
 
-DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{ ', ' if not loop.last }}"
-                  "{% endfor %}, showing your working.")
+DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}$"
+                  "{% if not loop.last %}, {% endif %}{% endfor %}, showing your working.")
 
 
 # What prose may read of a template's values (and what a pass_context filter finds there).
