@@ -77,7 +77,8 @@ def _steps() -> tuple[StepDef, ...]:
                 why="o blends the rows of V with the new token's weights", mixed_up="V_cache"),
         StepDef("cache_size", kv_cache_ops.CACHE_SIZE, ("kv_model",), r"\mathrm{size}",
                 "size = 2 x layers x kv_heads x head_dim x tokens x bytes / unit",
-                r"$\mathrm{size}$ of the KV cache, in {{ spec.unit }}", marks=2),
+                r"$\mathrm{size}$ of the KV cache, in {% if spec.unit == 'bytes' %}bytes{% else %}"
+                r"{{ spec.unit }}{% endif %}", marks=2),
     )
 
 
