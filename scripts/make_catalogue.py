@@ -11,7 +11,8 @@ The sentences come from
 - the code: ``_("...")`` and ``N_("...")`` (Babel's Python extractor);
 - the practice page's script: ``t("...")`` (Babel's JavaScript extractor), in the context
   ``page``, so that the page is given just those;
-- each question type's and step's prose (a small template whose whole source is the message).
+- each question type's and step's prose (a small template whose whole source is the message),
+  a step's formula among it.
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ def prose_messages():
             if worded(piece):
                 yield piece, f"generator/kinds/{name}", None
     for name, step in steps.REGISTRY.items():
-        if worded(step.prompt):
-            yield step.prompt, f"generator/maths/steps/{name}", None
+        # a step's formula is prose too (the heading of its working): "A = softmax(S), row by row"
+        for piece in (step.prompt, step.formula):
+            if piece and worded(piece):
+                yield piece, f"generator/maths/steps/{name}", None
     yield DEFAULT_PROMPT, "generator/rendering/render.py", None
 
 
