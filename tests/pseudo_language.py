@@ -59,13 +59,17 @@ UNTRANSLATED = {
     "argmax", "sqrt", "model", "inf", "infty", "exp", "gen", "problems", "seed", "json", "toml",
     "html", "https", "http", "www", "mathrm", "operatorname", "text", "left", "right", "frac",
     "MultiHead", "Attn", "rowsum", "diag",  # the maths' operator names, as the formulas write them
+    "Attention", "size",  # Attention(Q, K, V) and size(...): functions the formulas name
 }
+# A symbol's subscript spoken in a formula's label ("P sub attn", "K šüb cache"): notation, as
+# the formula writes it, in any language.
+SUBSCRIPT_SAID = re.compile(r"\b(?:sub|šüb)\s+\w+")
 ENGLISH_WORD = re.compile(r"(?<![\w\\&#])(?=[A-Za-z]*[a-z])[A-Za-z]{4,}(?![\w])")
 
 
 def english_words(text: str) -> list[str]:
     """The plain English words (four ASCII letters or more) of a document's visible text."""
-    return [word for word in ENGLISH_WORD.findall(text) if word not in UNTRANSLATED
+    return [word for word in ENGLISH_WORD.findall(SUBSCRIPT_SAID.sub(" ", text)) if word not in UNTRANSLATED
             and word.lower() not in UNTRANSLATED]
 
 
@@ -74,6 +78,8 @@ class VisibleText(HTMLParser):
     labels a screen reader says (aria-label, title, alt, placeholder)."""
 
     SAID = ("aria-label", "title", "alt", "placeholder")
+    # not read as words: code (a command, an id) and a QTI item's reference to its question
+    NOT_READ = ("script", "style", "math", "code", "qtimetadata")
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -81,13 +87,13 @@ class VisibleText(HTMLParser):
         self.parts: list[str] = []
 
     def handle_starttag(self, tag, attrs):
-        if tag in ("script", "style", "math"):
+        if tag in self.NOT_READ:
             self.hidden += 1
         if tag != "math":
             self.parts += [value or "" for name, value in attrs if name in self.SAID]
 
     def handle_endtag(self, tag):
-        if tag in ("script", "style", "math"):
+        if tag in self.NOT_READ:
             self.hidden = max(0, self.hidden - 1)
 
     def handle_data(self, data):
@@ -106,7 +112,7 @@ def html_text(html: str) -> str:
     return " ".join(parser.parts)
 
 
-LATEX_NOISE = re.compile(r"(?<!\\)%[^\n]*|\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]"
+LATEX_NOISE = re.compile(r"(?<!\\)%[^\n]*|\\hypersetup[^\n]*|\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]"
                          r"|\\(begin|end)\{\w+\*?\}(\{[^{}]*\})?|\\[A-Za-z@]+\*?(\[[^\]]*\])?",
                          re.DOTALL)
 
@@ -115,7 +121,8 @@ LATEX_NOISE = re.compile(r"(?<!\\)%[^\n]*|\$\$.*?\$\$|\$[^$]*\$|\\\[.*?\\\]"
 # (\adjustbox{max width=...}, \hspace{0.5em plus 1fill}, \typeout{...}), and code, which no
 # language translates (\texttt{...}: a problem's id, the command that draws a set again).
 LATEX_LAYOUT = re.compile(r"\\(typeout|setcounter|adjustbox|[hv]space\*?|[Nn]eedspace\*?|partspace"
-                          r"|room|rule|makebox|texttt)(\[[^\]]*\]|\{(?:[^{}]|\{[^{}]*\})*\})*")
+                          r"|room|rule|makebox|texttt|def|pdfbookmark|[a-z]+tounicode|input)"
+                          r"(\[[^\]]*\]|\{(?:[^{}]|\{[^{}]*\})*\})*")
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 

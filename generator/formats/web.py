@@ -25,7 +25,7 @@ from generator.rendering.hints import hint_of, pick_hint
 from generator.rendering.language import ENGLISH, Language, language_of, said, speaking
 from generator.rendering.language import gettext as _
 from generator.rendering.paper import DocumentInfo, Paper, header_text
-from generator.rendering.prose import mathml, plain_maths, spoken
+from generator.rendering.prose import mathml, plain_maths, spoken, words_translated
 from generator.rendering.render import add_prose, markdown_environment, rendered_pieces
 from generator.rendering.sinks import IN_MEMORY, Sink
 from generator.rendering.teacher_text import cloze_literal
@@ -421,7 +421,8 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str,
     environment.filters.update(
         mathml=lambda step: Markup(fmt.mathml_matrix([[number(n) for n in row]
                                                       for row in step.entries])),
-        mathml_symbol=lambda tex: Markup(mathml(tex).removeprefix("<math>").removesuffix("</math>")),
+        mathml_symbol=lambda tex: Markup(mathml(words_translated(tex, language.gettext))
+                                         .removeprefix("<math>").removesuffix("</math>")),
         # a symbol's accessible name, in the language: S tilde sub 1
         spoken=lambda tex: spoken(tex, language.gettext),
         # a default text (the title) translated, a teacher's kept as typed

@@ -298,7 +298,7 @@ register(QuestionType(
      r"gradient at a time, in order."),
     choice="{{ choice }}",
     keys={"why-scale": answer_with_slips(), "ignored-key": answer_with_slips()},
-    prompts={"why-scale": "{{ 'Query' if spec.cross else 'Token' }} {{ part.answer[0] + 1 }}'s "
+    prompts={"why-scale": "{% if spec.cross %}Query{% else %}Token{% endif %} {{ part.answer[0] + 1 }}'s "
                           "largest weight is "
                           "${{ part.answer[1] | fixed }}$; without the scaling by "
                           "$1/\\sqrt{d_k}$ it would be ${{ part.answer[2] | fixed }}$, "

@@ -206,8 +206,9 @@ def _check(spec) -> str | None:
 
 STATEMENT = (
     r"{% set n = spec.n_keys %}{% set pre = spec.params.norm == 'pre' %}"
-    r"{{ n }} token{{ 's' if n != 1 }} (the row{{ 's' if n != 1 }} of $X$, $d_{\text{model}} = "
-    r"{{ spec.d_model }}$) pass{{ 'es' if n == 1 }} through one Transformer encoder block with a single "
+    r"{{ n }} {% if n == 1 %}token{% else %}tokens{% endif %} (the {% if n == 1 %}row{% else %}rows"
+    r"{% endif %} of $X$, $d_{\text{model}} = {{ spec.d_model }}$) {% if n == 1 %}passes{% else %}pass"
+    r"{% endif %} through one Transformer encoder block with a single "
     r"attention head and no positional encoding, arranged "
     r"{% if pre %}pre-LN: each sublayer reads its input normalised and adds its output back, "
     r"$R_1 = X + \operatorname{Attn}(\operatorname{LN}(X))$ and $Y = R_1 + "

@@ -18,7 +18,7 @@ from generator.maths.steps import plan_for
 from generator.rendering.language import N_
 
 # One choice of an item, written by its topic (``choice`` and ``item`` are at hand).
-CHOICE = (r"{% if item.topic == 'top-attention' %}{{ 'key' if spec.cross else 'token' }} "
+CHOICE = (r"{% if item.topic == 'top-attention' %}{% if spec.cross %}key{% else %}token{% endif %} "
           r"{{ choice[0] + 1 }}, weight "
           r"${{ choice[1] | num }}${% elif item.topic == 'row-sum' %}{% if choice == 'depends' %}"
           r"it depends on the scores{% else %}${{ choice }}${% endif %}"
@@ -32,17 +32,18 @@ QUESTIONS = {
     "output-shape": "What is the shape of the output $O = AV$?",
     "no-scaling": r"Had the scores not been {% if spec.scale is none %}divided by $\sqrt{d_k}$"
                   r"{% else %}scaled by ${{ spec.scale | tex }}${% endif %}, what would "
-                  r"{{ 'query' if spec.cross else 'token' }} {{ spec.row + 1 }}'s largest attention "
-                  r"weight be?",
+                  r"{% if spec.cross %}query{% else %}token{% endif %} {{ spec.row + 1 }}'s largest "
+                  r"attention weight be?",
 }
 WHY = {
     "top-attention": "Read row {{ spec.row + 1 }} of $A$: its largest entry is in column "
                      "{{ choice[0] + 1 }}.",
     "row-sum": "Each row of $A$ is one query's softmax, a probability distribution over the keys, "
                "so it sums to exactly 1 whatever the scores.",
-    "output-shape": r"$O = AV$ multiplies {{ spec.n_queries | article }} $"
-                    r"{{ spec.n_queries }} \times {{ spec.n_keys }}$ matrix by "
-                    r"{{ spec.n_keys | article }} ${{ spec.n_keys }} \times {{ spec.d_v }}$ one: "
+    "output-shape": r"$O = AV$ multiplies {% if spec.n_queries is read_with_an %}an{% else %}a{% endif %} "
+                    r"${{ spec.n_queries }} \times {{ spec.n_keys }}$ matrix by "
+                    r"{% if spec.n_keys is read_with_an %}an{% else %}a{% endif %} "
+                    r"${{ spec.n_keys }} \times {{ spec.d_v }}$ one: "
                     r"one row per query token, $d_v$ columns.",
     # The scale is 1/sqrt(d_k) (d_k > 1) or c: below 1, the raw scores are further apart.
     "no-scaling": r"Softmax of row {{ spec.row + 1 }} of $S$ itself, not of {% if spec.scale is none %}"
@@ -56,8 +57,8 @@ WHY = {
 }
 ANSWER = (ITEM + "{% set choice = item.choices[item.answer] %}**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }}) "
           + CHOICE + ".** {WHY} Where the others come from:{% for letter, slip in "
-          "zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}{{ ';' if not loop.last "
-          "else '.' }}{% endfor %}")
+          "zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}{% if not loop.last %};"
+          "{% else %}.{% endif %}{% endfor %}")
 
 
 def concept_question(spec) -> Question:
@@ -162,7 +163,7 @@ def _check(spec) -> str | None:
 register(QuestionType(
     "concept", concept_question, "Checkpoint",
     (r"A {% if spec.cross %}cross-attention layer with {{ spec.n_queries }} "
-     r"quer{{ 'y' if spec.n_queries == 1 else 'ies' }} and {{ spec.n_keys }} keys{% else %}"
+     r"{% if spec.n_queries == 1 %}query{% else %}queries{% endif %} and {{ spec.n_keys }} keys{% else %}"
      r"self-attention layer with {{ spec.n_queries }} tokens{% endif %}, $d_k = {{ spec.d_k }}$ and "
      r"$d_v = {{ spec.d_v }}$ produced these raw scores $S = QK^{\top}$ and attention weights "
      r"$A = \operatorname{softmax}({% if spec.unscaled %}S{% elif spec.scale is none %}S/\sqrt{d_k}"

@@ -12,9 +12,10 @@ CONFIG = (r"{% set kv = spec.kv_heads or spec.heads %}{% set dk = spec.head_dim 
           r"spec.heads %}")
 STATEMENT = (
     CONFIG + r"A Transformer encoder layer has $d_{\text{model}} = {{ spec.model_dim }}$ and "
-    r"$h = {{ spec.heads }}$ attention head{{ 's' if spec.heads != 1 }} of width $d_k = d_v = {{ dk }}$"
-    r"{% if kv != spec.heads %}, whose keys and values come from {{ kv }} shared key/value "
-    r"head{{ 's' if kv != 1 }} ({{ 'multi-query' if kv == 1 else 'grouped-query' }} attention: $W_K$ and "
+    r"$h = {{ spec.heads }}$ attention {% if spec.heads == 1 %}head{% else %}heads{% endif %} of width "
+    r"$d_k = d_v = {{ dk }}${% if kv != spec.heads %}, whose keys and values come from {{ kv }} shared "
+    r"key/value {% if kv == 1 %}head{% else %}heads{% endif %} ({% if kv == 1 %}multi-query{% else %}"
+    r"grouped-query{% endif %} attention: $W_K$ and "
     r"$W_V$ are $d_{\text{model}} \times {{ kv }} d_k$){% endif %}. Its feed-forward layer is a linear map "
     r"to $d_{\text{ff}} = {{ spec.ffn_dim }}$, a ReLU and a linear map back to $d_{\text{model}}$, and a "
     r"LayerNorm follows each of the two sublayers. "
@@ -22,7 +23,7 @@ STATEMENT = (
     r"{% else %}No linear map has a bias, and each LayerNorm has a $\gamma$ and no $\beta$.{% endif %} "
     r"The model stacks $L = {{ spec.layers }}$ such layers and reads $n = {{ spec.tokens }}$ tokens (every "
     r"token attends to every token: $n_q = n_k = n$); each stored value takes {{ spec.bytes_per_value }} "
-    r"byte{{ 's' if spec.bytes_per_value != 1 }}.",
+    r"{% if spec.bytes_per_value == 1 %}byte{% else %}bytes{% endif %}.",
     r"Every answer is a whole number, to be given exactly; on paper, write each count as its products "
     r"before multiplying them out.")
 PROMPTS = {
@@ -50,7 +51,7 @@ PROMPTS = {
         CONFIG + r"{% if kv == spec.heads %}Had the layer shared a single key/value head among its "
         r"{{ spec.heads }} heads (multi-query attention), what would change?{% else %}Compared with plain "
         r"multi-head attention ({{ spec.heads }} key/value heads, one per head), what does sharing "
-        r"{{ kv }} key/value head{{ 's' if kv != 1 }} change?{% endif %}"),
+        r"{{ kv }} key/value {% if kv == 1 %}head{% else %}heads{% endif %} change?{% endif %}"),
     "count-growth": (
         r"The input grows from $n = {{ spec.tokens }}$ to ${{ 2 * spec.tokens }}$ tokens. How do a layer's "
         r"attention scores ($h \cdot n^2$ values) and the multiplications of its projections ($XW_Q$, "

@@ -26,6 +26,7 @@ def full_question(spec) -> Question:
 
 
 register(QuestionType(
-    "full", full_question, "{{ 'Cross' if spec.cross else 'Self' }}-attention, step by step",
+    "full", full_question, "{% if spec.cross %}Cross-attention, step by step{% else %}Self-attention, "
+    "step by step{% endif %}",
     (SETUP, GIVEN, ATTENTION),
     prompts=PROMPTS, shrinks=SHRINKS))

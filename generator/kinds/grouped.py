@@ -13,7 +13,7 @@ import sympy
 
 from generator.kinds import GIVEN, SHOWN, Param, QuestionType, register
 from generator.kinds.full import PROMPTS
-from generator.kinds.heads import AND, OTHERS, Layout, multi_head_question
+from generator.kinds.heads import OTHERS, Layout, multi_head_question
 from generator.kinds.sampling import DIAGONAL_ENTRIES, NO_CALCULATOR_DK
 from generator.maths.engine import run
 from generator.maths.exact import shown as shown_text
@@ -150,14 +150,14 @@ def _not_drawable(options) -> str | None:
 
 # The heads sharing each key/value head, and the sharing in words.
 SHARING = (r"{% set g = spec.heads // spec.kv_heads %}{% for kv in range(1, spec.kv_heads + 1) %}"
-           r"{{ 'Q' if loop.first else 'q' }}uery heads {% for i in range(g * kv - g + 1, g * kv + 1) %}"
-           r"{{ i }}" + AND + r"{% endfor %} use $K_{{ kv }}$, $V_{{ kv }}$"
-           r"{{ '; ' if not loop.last else '.' }}{% endfor %}")
+           r"{% if loop.first %}Query heads{% else %}query heads{% endif %} "
+           r"{{ range(g * kv - g + 1, g * kv + 1) | and_list }} use $K_{{ kv }}$, $V_{{ kv }}$"
+           r"{% if not loop.last %}; {% else %}.{% endif %}{% endfor %}")
 SHARED_BY = r"{% set g = ((part.head - 1) // (spec.heads // spec.kv_heads)) + 1 %}"
 
 register(QuestionType(
     "grouped", grouped_question,
-    "{{ 'Multi-query' if spec.kv_heads == 1 else 'Grouped-query' }} attention",
+    "{% if spec.kv_heads == 1 %}Multi-query attention{% else %}Grouped-query attention{% endif %}",
     (r"{% set h = spec.heads %}" + OTHERS +
      r"{% if spec.kv_heads == 1 %}Multi-query attention{% else %}Grouped-query attention{% endif %} "
      r"on a sequence of {{ spec.n_queries }} tokens{% if spec.from_embeddings %} ($d_{\text{model}} = "
@@ -166,38 +166,39 @@ register(QuestionType(
      r"query heads to each{% endif %}. {% if spec.from_embeddings %}$W_Q$ projects all query heads at "
      r"once; $W_K$ and $W_V$ project only the shared heads{% else %}$Q$ is given for all query heads at "
      r"once, $K$ and $V$ for the shared heads only{% endif %}, so $Q$ has {{ spec.heads }} blocks of "
-     r"$d_k = {{ question.extra.head1.spec.d_k }}$ column{{ 's' if question.extra.head1.spec.d_k > 1 "
-     r"else '' }} "
-     r"and $K$ and $V$ have {{ spec.kv_heads }} "
-     r"block{{ 's' if spec.kv_heads > 1 else '' }} ($d_v = {{ question.extra.head1.spec.d_v }}$). "
+     r"$d_k = {{ question.extra.head1.spec.d_k }}$ {% if question.extra.head1.spec.d_k > 1 %}columns"
+     r"{% else %}column{% endif %} and $K$ and $V$ have {{ spec.kv_heads }} "
+     r"{% if spec.kv_heads > 1 %}blocks{% else %}block{% endif %} "
+     r"($d_v = {{ question.extra.head1.spec.d_v }}$). "
      + SHARING + r" Why share: a model keeps the keys and values of every token it has seen (its KV "
-     r"cache), and with {{ spec.kv_heads }} key/value head{{ 's' if spec.kv_heads > 1 else '' }} "
+     r"cache), and with {{ spec.kv_heads }} key/value {% if spec.kv_heads > 1 %}heads{% else %}head"
+     r"{% endif %} "
      r"instead of {{ spec.heads }} that cache is {{ spec.heads // spec.kv_heads }} times smaller. Each "
      r"query head $h$ attends with its group's head $g$: $O_h = \operatorname{softmax}("
      r"{% if spec.unscaled %}Q_h K_g^{\top}{% elif spec.scale is none %}Q_h K_g^{\top}/\sqrt{d_k}"
      r"{% else %}{{ spec.scale | tex }}\, Q_h K_g^{\top}{% endif %}) V_g$, and the outputs are "
      r"concatenated and projected: $Y = [{% for i in range(1, h + 1) %}O_{{ i }}"
-     r"{{ ', ' if not loop.last else '' }}{% endfor %}]\, W_O$.{% if spec.head %} Query head"
-     r"{{ 's' if others | length > 1 else '' }} {% for i in others %}{{ i }}" + AND + r"{% endfor %} "
-     r"{{ 'are' if others | length > 1 else 'is' }} worked out already: {% for i in others %}$O_{{ i }}$"
-     + AND + r"{% endfor %} {{ 'are' if others | length > 1 else 'is' }} given below (you work query "
-     r"head {{ spec.head }} alone).{% endif %}", GIVEN, SHOWN),
+     r"{{ ', ' if not loop.last else '' }}{% endfor %}]\, W_O$.{% if spec.head %}"
+     r"{% if others | length > 1 %} Query heads {{ others | and_list }} are worked out already: "
+     r"{{ others | and_list('$O_{}$') }} are given below{% else %} Query head {{ others[0] }} is worked "
+     r"out already: $O_{{ others[0] }}$ is given below{% endif %} (you work query head {{ spec.head }} "
+     r"alone).{% endif %}", GIVEN, SHOWN),
     prompts={**PROMPTS,
              "split": r"Take {% if spec.head %}{% set g = ((spec.head - 1) // (spec.heads // spec.kv_heads)) "
                       r"+ 1 %}query head {{ spec.head }}'s block $Q_{{ spec.head }}$ out of $Q$, and the "
                       r"key/value head it shares, $K_{{ g }}$ and $V_{{ g }}$, out of $K$ and $V$"
                       r"{% else %}each query head's block $Q_h$ out of $Q$, and each shared head's $K_g$ "
                       r"and $V_g$ out of $K$ and $V${% endif %}.",
-             "head": SHARED_BY + r"{{ part.label }} (with $K_{{ g }}$, $V_{{ g }}$): compute its scores "
+             "head": SHARED_BY + r"Head {{ part.head }} (with $K_{{ g }}$, $V_{{ g }}$): compute its scores "
                      r"$Q_{{ part.head }} K_{{ g }}^{\top}$,{% if not spec.unscaled %} scaled scores,"
                      r"{% endif %} attention weights and output $O_{{ part.head }}$.",
              "concat": r"Concatenate the query heads' outputs: $C = [{% for i in range(1, spec.heads + 1) %}"
                        r"O_{{ i }}{{ ', ' if not loop.last else '' }}{% endfor %}]$.",
              "projected": r"Project the concatenation: $Y = C\, W_O$. What is its shape?"},
     keys={"split": SHARING + r" Each query head's $Q_h$ is its block of {{ question.extra.head1.spec.d_k }} "
-                   r"column{{ 's' if question.extra.head1.spec.d_k > 1 else '' }} of $Q$; each shared "
-                   r"$K_g$, $V_g$ the $g$-th block of $K$ and $V$ "
-                   r"({{ part.marks }} mark{{ 's' if part.marks > 1 else '' }})."},
+                   r"{% if question.extra.head1.spec.d_k > 1 %}columns{% else %}column{% endif %} of $Q$; "
+                   r"each shared $K_g$, $V_g$ the $g$-th block of $K$ and $V$ ({{ part.marks }} "
+                   r"{% if part.marks > 1 %}marks{% else %}mark{% endif %})."},
     matrices=("W_O",), heads=2, own_widths=True, check=_check, draw_options=_draw_options,
     draw_params=_draw_params, not_drawable=_not_drawable, params=PARAMS,
     shrinks=("given", "tokens", "focus", "fewer-tokens"),

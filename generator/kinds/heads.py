@@ -284,22 +284,21 @@ def _not_drawable(options) -> str | None:
 # The heads' names in prose: "Q_1, K_1, V_1 and Q_2, K_2, V_2"; the heads worked out already.
 HEAD_COUNT = "{% set h = spec.heads or 2 %}"
 OTHERS = "{% set others = range(1, h + 1) | reject('equalto', spec.head) | list %}"
-# in a loop: "1, 2 and 3"
-AND = "{{ ', ' if loop.revindex > 2 else (' and ' if loop.revindex == 2 else '') }}"
-SPAN = "{{ a }}{% if b > a %} to {{ b }}{% endif %}"  # columns 1 to 2; column 3
 
 register(QuestionType(
     "heads", heads_question,
-    "{{ 'Three' if spec.heads == 3 else 'Four' if spec.heads == 4 else 'Two' }} attention heads",
+    "{% if spec.heads == 3 %}Three attention heads{% elif spec.heads == 4 %}Four attention heads"
+    "{% else %}Two attention heads{% endif %}",
     (HEAD_COUNT + OTHERS +
-     r"{{ {2: 'Two', 3: 'Three', 4: 'Four'}[h] }}-head self-attention on a sequence of "
+     r"{% if h == 3 %}Three-head{% elif h == 4 %}Four-head{% else %}Two-head{% endif %} "
+     r"self-attention on a sequence of "
      r"{{ spec.n_queries }} tokens"
      r"{% if spec.from_embeddings %} ($d_{\text{model}} = {{ spec.d_model }}$). $W_Q$, $W_K$ and "
      r"$W_V$ project all heads at once{% else %}. $Q$, $K$ and $V$ are given for all heads at "
      r"once{% endif %}; head $h$ uses its own block of columns of $Q$, $K$ and $V$ "
      r"{% if h == 2 %}(head 1 the first half, head 2 the second){% else %}{% set w = question.extra."
-     r"head1.spec.d_k %}(head 1 the first {{ w if w > 1 else '' }}{{ ' ' if w > 1 else '' }}column"
-     r"{{ 's' if w > 1 else '' }} of $Q$ and $K$, head 2 the next, and so on){% endif %}, so "
+     r"head1.spec.d_k %}(head 1 the first {% if w > 1 %}{{ w }} columns{% else %}column{% endif %} "
+     r"of $Q$ and $K$, head 2 the next, and so on){% endif %}, so "
      r"each head has $d_k = {{ question.extra.head1.spec.d_k }}$ and "
      r"$d_v = {{ question.extra.head1.spec.d_v }}$. The heads' outputs are concatenated and projected "
      r"by $W_O$: $\operatorname{MultiHead}(X) = [{% for i in range(1, h + 1) %}O_{{ i }}"
@@ -307,17 +306,15 @@ register(QuestionType(
      r"{% if spec.unscaled %}Q_h K_h^{\top}{% elif spec.scale is none %}Q_h K_h^{\top}/\sqrt{d_k}"
      r"{% else %}{{ spec.scale | tex }}\, Q_h K_h^{\top}{% endif %}) V_h$.{% if spec.head %}"
      r"{% if h == 2 %} Head {{ 3 - spec.head }} is worked out already: its output "
-     r"$O_{{ 3 - spec.head }}$ is given below.{% else %} Heads {{ others[:-1] | join(', ') }} and "
-     r"{{ others[-1] }} are worked out already: their outputs {% for i in others %}$O_{{ i }}$"
-     + AND + r"{% endfor %} are given below "
+     r"$O_{{ 3 - spec.head }}$ is given below.{% else %} Heads {{ others | and_list }} are worked "
+     r"out already: their outputs {{ others | and_list('$O_{}$') }} are given below "
      r"(you work head {{ spec.head }} alone).{% endif %}{% endif %}", GIVEN, SHOWN),
     prompts={**PROMPTS,
              "split": r"{% if spec.head %}Take head {{ spec.head }}'s matrices $Q_{{ spec.head }}, "
                       r"K_{{ spec.head }}, V_{{ spec.head }}$ out of $Q$, $K$ and $V$.{% else %}Split $Q$, "
                       r"$K$ and $V$ into the heads' matrices "
-                      r"{% for i in range(1, (spec.heads or 2) + 1) %}$Q_{{ i }}, K_{{ i }}, V_{{ i }}$"
-                      + AND + r"{% endfor %}.{% endif %}",
-             "head": r"{{ part.label }}: compute its scores $Q_{{ part.head }} K_{{ part.head }}^{\top}$,"
+                      r"{{ range(1, (spec.heads or 2) + 1) | and_list('$Q_{}, K_{}, V_{}$') }}.{% endif %}",
+             "head": r"Head {{ part.head }}: compute its scores $Q_{{ part.head }} K_{{ part.head }}^{\top}$,"
                      r"{% if not spec.unscaled %} scaled scores,{% endif %} attention weights and "
                      r"output $O_{{ part.head }}$.",
              "concat": r"Concatenate the heads' outputs: $C = [{% for i in range(1, (spec.heads or 2) + 1) %}"
@@ -329,11 +326,12 @@ register(QuestionType(
                    "{{ question.extra.head1.spec.d_k }} columns of $Q$ and $K$ "
                    "and the first {{ question.extra.head1.spec.d_v }} of $V$; head 2 the rest"
                    "{% else %}{% set w, u = question.extra.head1.spec.d_k, question.extra.head1.spec.d_v %}"
-                   "Each head takes its own block: {% for i in range(1, spec.heads + 1) %}head {{ i }} "
-                   "column{{ 's' if w > 1 else '' }} {% set a, b = w * i - w + 1, w * i %}" + SPAN +
-                   "{{ ' of $Q$ and $K$' if loop.first else '' }} and column{{ 's' if u > 1 else '' }} "
-                   "{% set a, b = u * i - u + 1, u * i %}" + SPAN + "{{ ' of $V$' if loop.first else '' }}"
-                   "{{ '; ' if not loop.last else '' }}{% endfor %}{% endif %} "
+                   "Each head takes its own block: {% for i in range(1, spec.heads + 1) %}"
+                   "{% set a, b, c, d = w * i - w + 1, w * i, u * i - u + 1, u * i %}head {{ i }} "
+                   "{% if w > 1 %}columns {{ a }} to {{ b }}{% else %}column {{ a }}{% endif %}"
+                   "{% if loop.first %} of $Q$ and $K${% endif %} and {% if u > 1 %}columns {{ c }} to "
+                   "{{ d }}{% else %}column {{ c }}{% endif %}{% if loop.first %} of $V${% endif %}"
+                   "{% if not loop.last %}; {% endif %}{% endfor %}{% endif %} "
                    "({{ (part.marks * 3 / part.steps | length) | int }} mark"
                    "{% if not spec.head %} a head{% endif %}).",
           "projected": "{% if spec.places %}From $C$ with $O_1$ and $O_2$ to {{ spec.places }} "

@@ -78,7 +78,8 @@ def _steps() -> tuple[StepDef, ...]:
                 why=N_("o blends the rows of V with the new token's weights"), mixed_up="V_cache"),
         StepDef("cache_size", kv_cache_ops.CACHE_SIZE, ("kv_model",), r"\mathrm{size}",
                 "size = 2 x layers x kv_heads x head_dim x tokens x bytes / unit",
-                r"$\mathrm{size}$ of the KV cache, in {{ spec.unit }}", marks=2),
+                r"$\mathrm{size}$ of the KV cache, in {% if spec.unit == 'bytes' %}bytes{% else %}"
+                r"{{ spec.unit }}{% endif %}", marks=2),
     )
 
 
@@ -295,12 +296,13 @@ PROMPTS = {
                  r"$Q$, $K$ and $V$ from scratch) gives the output $O$, one row a token. What is true "
                  r"of $o$, and so of what a decoder keeps?",
     "kv-size": r"A model has {{ spec.layers }} layers, each with {{ spec.kv_heads }} key/value "
-               r"head{{ 's' if spec.kv_heads != 1 }} of width {{ spec.head_dim }}, and stores "
-               r"{{ spec.bytes_per_value }} byte{{ 's' if spec.bytes_per_value != 1 }} per value"
+               r"{% if spec.kv_heads == 1 %}head{% else %}heads{% endif %} of width {{ spec.head_dim }}, "
+               r"and stores {{ spec.bytes_per_value }} {% if spec.bytes_per_value == 1 %}byte{% else %}bytes"
+               r"{% endif %} per value"
                r"{% if spec.bytes_per_value == 2 %} (fp16){% elif spec.bytes_per_value == 1 %} (fp8)"
                r"{% elif spec.bytes_per_value == 4 %} (fp32){% endif %}. How large is its KV cache "
-               r"for a context of {{ spec.context }} tokens, in {{ spec.unit }}"
-               r"{% if spec.unit != 'bytes' %} (1 {{ spec.unit }} = ${{ {'KiB': '2^{10}', 'MiB': "
+               r"for a context of {{ spec.context }} tokens, in {% if spec.unit == 'bytes' %}bytes"
+               r"{% else %}{{ spec.unit }} (1 {{ spec.unit }} = ${{ {'KiB': '2^{10}', 'MiB': "
                r"'2^{20}', 'GiB': '2^{30}', 'KB': '10^{3}', 'MB': '10^{6}', 'GB': '10^{9}'}[spec.unit] }}$ "
                r"bytes){% endif %}?",
 }
@@ -319,8 +321,8 @@ AFTER = {
         r"{% if part.answer %}Check: full causal attention over all {{ t + 1 }} tokens, $X = "
         r"[X_{\text{past}};\, x]$ (the earlier tokens' embeddings, whose keys and values the cache "
         r"holds, are the rows {% for row in spec.matrices['X_past'] %}$({% for x in row %}{{ x | tex }}"
-        r"{{ ', ' if not loop.last }}{% endfor %})${{ ', ' if not loop.last }}{% endfor %}), gives the "
-        r"last row of $O$ as "
+        r"{{ ', ' if not loop.last }}{% endfor %})${% if not loop.last %}, {% endif %}{% endfor %}), "
+        r"gives the last row of $O$ as "
         r"$({% for n in part.answer %}{{ n | num }}{{ ', ' if not loop.last }}"
         r"{% endfor %})$, which is $o$.{% else %}This $o$ is the last row of full causal attention "
         r"over all {{ t + 1 }} tokens as long as the cache holds $X_{\text{past}} W_K$ and "

@@ -22,10 +22,11 @@ from generator.maths.exact import shown as shown_text
 from generator.maths.spec import SpecError
 from generator.rendering.language import N_
 
-TITLE = ("{% set kind = 'cross' if spec.cross else 'self' %}{% if spec.mask == 'causal' %}"
-         "Causal {{ kind }}-attention{% else %}{{ kind | capitalize }}-attention with "
-         "{{ {'padding': 'a padding mask', 'window': 'a sliding-window mask', "
-         "'causal+padding': 'causal and padding masks'}.get(spec.mask, 'a given mask') }}{% endif %}")
+TITLE = ("{% if spec.mask == 'causal' %}{% if spec.cross %}Causal cross-attention{% else %}Causal "
+         "self-attention{% endif %}{% else %}{% if spec.cross %}Cross-attention{% else %}Self-attention"
+         "{% endif %} with {% if spec.mask == 'padding' %}a padding mask{% elif spec.mask == 'window' %}"
+         "a sliding-window mask{% elif spec.mask == 'causal+padding' %}causal and padding masks"
+         "{% else %}a given mask{% endif %}{% endif %}")
 ITEMS = ("write-mask", "without-mask")
 
 
@@ -124,8 +125,9 @@ register(QuestionType(
     (SETUP, GIVEN, ATTENTION),
     prompts={**PROMPTS,
              "write-mask": r"Write the mask $M$ that is added to the "
-                           r"{{ 'scores' if spec.unscaled else 'scaled scores' }}: $M_{ij} = 0$ where "
-                           r"query $i$ may attend to key $j$, and $M_{ij} = -\infty$ where it may not.",
+                           r"{% if spec.unscaled %}scores{% else %}scaled scores{% endif %}: "
+                           r"$M_{ij} = 0$ where query $i$ may attend to key $j$, "
+                           r"and $M_{ij} = -\infty$ where it may not.",
              "without-mask": r"What changes without the mask? With $M = 0$ every query attends to "
                              r"every key: what would query {{ part.answer[0] + 1 }}'s weight on key "
                              r"{{ part.answer[1] + 1 }} be?"},
@@ -138,7 +140,7 @@ register(QuestionType(
         "so every weight it had shrinks; key {{ part.answer[1] + 1 }}'s goes from "
         "${{ part.answer[2] | num }}$ to ${{ item.choices[item.answer] | num }}$. Where the others "
         "come from:{% for letter, slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) "
-        "{{ slip }}{{ ';' if not loop.last else '.' }}{% endfor %}")},
+        "{{ slip }}{% if not loop.last %};{% else %}.{% endif %}{% endfor %}")},
     choice="${{ choice | num }}$",
     params=(Param("mask_parts", read_mask_parts, write=list),),
     check=_masked_only, min_tokens=2, draw_options=_with_a_mask,

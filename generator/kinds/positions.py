@@ -33,6 +33,7 @@ from generator.kinds.positions_plan import (
     solve_positions,
 )
 from generator.kinds.questions import Part, Pick, Question, answer_with_slips, lettered, shuffled_item
+from generator.maths import masks
 from generator.maths.exact import parse_exact, shown
 from generator.maths.spec import SpecError
 from generator.rendering.language import N_
@@ -253,7 +254,8 @@ STATEMENT = (
     r"width $d = d_{\text{model}} = {{ spec.d_model }}$ is added to the embeddings: $\mathrm{PE}(p, 2i) = "
     r"\sin(p\,\omega_i)$ and $\mathrm{PE}(p, 2i+1) = \cos(p\,\omega_i)$ with $\omega_i = "
     r"{{ spec.base or 10000 }}^{(-2i/d)}$, here {% for w in g.freq.exact[0] %}"
-    r"$\omega_{{ loop.index0 }} = {{ w | tex }}${{ ', ' if not loop.last }}{% endfor %} (angles in radians; "
+    r"$\omega_{{ loop.index0 }} = {{ w | tex }}${% if not loop.last %}, {% endif %}{% endfor %} (angles in "
+    r"radians; "
     r"columns counted from 0 in the formula, from 1 in the matrices). Then $Q = \tilde{X}W_Q$ "
     r"and $K = \tilde{X}W_K$ with $\tilde{X} = X + \mathrm{PE}$."
     r"{% elif spec.encoding == 'rope' %} Rotary position embedding (RoPE; Su et al., RoFormer) turns "
@@ -261,8 +263,8 @@ STATEMENT = (
     r"(interleaved pairs, as the paper) is turned by the angle $m\,\theta_i$ (radians), $(x, y) \mapsto\; "
     r"(x\;\cos(m\theta_i) - y\;\sin(m\theta_i),\; x\;\sin(m\theta_i) + y\;\cos(m\theta_i))$, with "
     r"{% for t in g.angles.exact[0] %}$\theta_{{ loop.index0 }} = {{ t | tex }}$"
-    r"{{ ', ' if not loop.last }}{% endfor %}{% if not spec.theta %} ($\theta_i = {{ spec.base or 10000 }}"
-    r"^{(-2i/d_k)}$, the paper's){% endif %}. The values are not turned."
+    r"{% if not loop.last %}, {% endif %}{% endfor %}{% if not spec.theta %} "
+    r"($\theta_i = {{ spec.base or 10000 }}^{(-2i/d_k)}$, the paper's){% endif %}. The values are not turned."
     r"{% else %} ALiBi (Press et al., 2022) adds no encoding to the embeddings: a bias $B_{ij} = "
     r"-m\,|p_i - p_j|$ is added to the scaled scores before the softmax, with this head's slope "
     r"$m = {{ g.alibi_m.exact[0][0] | tex }}$ (the paper's 8 heads take $m = 1/2, 1/4, \dots, 1/256$)."
@@ -286,14 +288,14 @@ PROMPTS = {
                   r"{% endif %}.",
     "alibi-bias": r"Write the bias $B$, $B_{ij} = -m\,|p_i - p_j|$ (${{ spec.n_queries }} \times "
                   r"{{ spec.n_queries }}$).",
-    "alibi-add": r"Add it to the {{ 'scores' if spec.unscaled else 'scaled scores' }}, $\bar{S} = "
-                 r"{{ 'biased' | input_of | sym }} + B${% if spec.masked %}, then apply the "
-                 r"{{ spec.mask_name }}{% endif %}.",
+    "alibi-add": r"Add it to the {% if spec.unscaled %}scores{% else %}scaled scores{% endif %}, "
+                 r"$\bar{S} = {{ 'biased' | input_of | sym }} + B${% if spec.masked %}, then apply the "
+                 + masks.NAME_PROSE + r"{% endif %}.",
     "pos-weights": "Apply softmax to each row to get the attention weights $A$; show the exponentials, "
                    "their sums and the quotients.",
     "rope-offset": STEPS + r"{% set m = g.pos_q.exact[0][0] %}{% set n = g.pos_k"
                    r".exact[0][0] %}{% set shift = spec.shift or 2 %}Move both tokens on by "
-                   r"{{ shift }} position{{ 's' if shift != 1 }}: token 2's query "
+                   r"{{ shift }} {% if shift == 1 %}position{% else %}positions{% endif %}: token 2's query "
                    r"$q$ (row 2 of $Q$) to position $m' = {{ m }}$ and token 1's key $k$ (row 1 of $K$) to "
                    r"position $n' = {{ n }}$. Turn each there, "
                    r"$\tilde{q}$ and $\tilde{k}$, and compute their score $s = \tilde{q}\,\tilde{k}^{\top}$. "
@@ -309,7 +311,7 @@ AFTER = {
     "rope-offset": STEPS + r"$s = {{ part.answer[0] | num }}$, which is "
                    r"$S_{2,1} = {{ part.answer[1] | num }}$: "
                    r"{% set shift = spec.shift or 2 %}moving both on by {{ shift }} "
-                   r"position{{ 's' if shift != 1 }} "
+                   r"{% if shift == 1 %}position{% else %}positions{% endif %} "
                    r"turns pair $i$ of $q$ and pair $i$ of $k$ by the same extra angle, "
                    r"${{ shift }}\,\theta_i$, which leaves each pair's dot product, and so their sum, "
                    r"as it was, so the "

@@ -222,7 +222,7 @@ def answer_with_slips(why: str = "") -> str:
     return ("{% set item = part.item %}**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }})** "
             "{{ item.choices[item.answer] }} " + why + " Where the others go wrong:{% for letter, "
             "slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}"
-            "{{ ';' if not loop.last else '.' }}{% endfor %}")
+            "{% if not loop.last %};{% else %}.{% endif %}{% endfor %}")
 
 
 # What a mask other than the causal one hides, in words (``masks``; its matrix M follows).
@@ -231,10 +231,11 @@ MASK_WORDS = (
     r"{% if spec.mask == 'padding' %}A padding mask applies: {% else %}A causal mask and a padding "
     r"mask apply together: query $i$ may attend only to keys $1, \dots, i$, and {% endif %}"
     r"{% if spec.valid is number %}the keys hold "
-    r"{{ spec.valid }} real token{{ 's' if spec.valid != 1 }}{% if spec.valid < n %} and "
-    r"{{ n - spec.valid }} padding token{{ 's' if n - spec.valid != 1 }} (key{{ 's' if n > spec.valid + 1 }} "
-    r"{{ spec.valid + 1 }}{% if n > spec.valid + 1 %} to {{ n }}{% endif %}), which no query may "
-    r"attend to{% endif %}.{% else %}{{ 'query $i$ may attend ' if spec.mask == 'padding' }}only "
+    r"{{ spec.valid }} real {% if spec.valid == 1 %}token{% else %}tokens{% endif %}"
+    r"{% if spec.valid < n %} and {{ n - spec.valid }} padding {% if n - spec.valid == 1 %}token"
+    r"{% else %}tokens{% endif %} ({% if n > spec.valid + 1 %}keys {{ spec.valid + 1 }} to {{ n }}"
+    r"{% else %}key {{ spec.valid + 1 }}{% endif %}), which no query may attend to{% endif %}."
+    r"{% else %}{% if spec.mask == 'padding' %}query $i$ may attend {% endif %}only "
     r"to its first $v_i$ keys, the rest being padding, with valid lengths "
     r"$v = ({{ spec.valid | join(', ') }})$.{% endif %}"
     r"{% elif spec.mask == 'window' %}A sliding-window mask of width $w = {{ spec.window }}$ "
@@ -247,10 +248,11 @@ MASK_WORDS = (
 # Prose shared by the types: what the problem is (sizes, mask), and what to compute.
 # Cross-attention from embeddings: the decoder's tokens (the queries) over the encoder's.
 CROSS_EMBEDDINGS = (
-    r"In cross-attention the {{ spec.n_queries }} token{{ 's' if spec.n_queries != 1 }} of a decoder "
-    r"attend{{ 's' if spec.n_queries == 1 }} over the {{ spec.n_keys }} token{{ 's' if spec.n_keys != 1 }} "
-    r"of an encoder: the decoder's embeddings are the rows of $X_{\mathrm{dec}}$ ($d_{\text{dec}} = "
-    r"{{ spec.d_model }}$), the encoder's the rows of $X_{\mathrm{enc}}$ "
+    r"In cross-attention the {{ spec.n_queries }} {% if spec.n_queries == 1 %}token of a decoder "
+    r"attends{% else %}tokens of a decoder attend{% endif %} over the {{ spec.n_keys }} "
+    r"{% if spec.n_keys == 1 %}token{% else %}tokens{% endif %} of an encoder: the decoder's "
+    r"embeddings are the rows of $X_{\mathrm{dec}}$ ($d_{\text{dec}} = {{ spec.d_model }}$), "
+    r"the encoder's the rows of $X_{\mathrm{enc}}$ "
     r"($d_{\text{enc}} = {{ spec.d_enc }}$). "
     r"The queries come from the decoder, $Q = X_{\mathrm{dec}} W_Q$; the keys and values from the "
     r"encoder, $K = X_{\mathrm{enc}} W_K$ and $V = X_{\mathrm{enc}} W_V$; ")
@@ -259,8 +261,8 @@ SETUP = (
     r"{{ spec.n_queries }} tokens has embeddings as the "
     r"rows of $X$ ($d_{\text{model}} = {{ spec.d_model }}$), projected by $W_Q$, $W_K$ and $W_V$; "
     r"{% endif %}{% else %}The rows of $Q$ are {{ spec.n_queries }} "
-    r"quer{{ 'y' if spec.n_queries == 1 else 'ies' }}, "
-    r"the rows of $K$ and $V$ are {{ spec.n_keys }} key{{ 's' if spec.n_keys != 1 }} and their values; "
+    r"{% if spec.n_queries == 1 %}query{% else %}queries{% endif %}, the rows of $K$ and $V$ are "
+    r"{{ spec.n_keys }} {% if spec.n_keys == 1 %}key{% else %}keys{% endif %} and their values; "
     r"{% endif %}here $d_k = {{ spec.d_k }}$ and $d_v = {{ spec.d_v }}$.{% if spec.cross and not "
     r"spec.from_embeddings %} This is cross-attention: the queries come from a decoder's tokens, the "
     r"keys and values from an encoder's, and each decoder token's query is scored against the "
@@ -268,15 +270,16 @@ SETUP = (
     r"{% if spec.mask == 'causal' %} A causal mask applies: query $i$ may attend only to keys "
     r"$1, \dots, i$, so that no token peeks at the tokens after it (as when a model writes a text "
     r"one token at a time). The mask is the matrix $M$ with $M_{ij} = 0$ for $j \le i$ and "
-    r"$M_{ij} = -\infty$ for $j > i$, added to the {{ 'scores' if spec.unscaled else 'scaled scores' }}."
+    r"$M_{ij} = -\infty$ for $j > i$, added to the {% if spec.unscaled %}scores{% else %}scaled scores"
+    r"{% endif %}."
     r"{% if spec.cross %} With {{ spec.n_queries }} queries and {{ spec.n_keys }} keys it is top-left "
     r"aligned, as PyTorch's is_causal: query $i$ still sees keys $1, \dots, i$.{% endif %}"
     r"{% elif spec.masked %} " + MASK_WORDS + r" The mask is the matrix $M$ with $M_{ij} = 0$ where "
     r"query $i$ may attend to key $j$ and $M_{ij} = -\infty$ where it may not, added to the "
-    r"{{ 'scores' if spec.unscaled else 'scaled scores' }}{% if question is defined and "
+    r"{% if spec.unscaled %}scores{% else %}scaled scores{% endif %}{% if question is defined and "
     r"question.parts | selectattr('task', 'equalto', 'write-mask') | list %}.{% else %}; its rows "
     r"are {% for row in spec.visible %}$({% for seen in row %}{% if seen %}0{% else %}-\infty"
-    r"{% endif %}{{ ', ' if not loop.last }}{% endfor %})${{ ', ' if not loop.last }}{% endfor %}."
+    r"{% endif %}{{ ', ' if not loop.last }}{% endfor %})${% if not loop.last %}, {% endif %}{% endfor %}."
     r"{% endif %}{% endif %}")
 ATTENTION = (
     r"{% set m = ' + M' if spec.masked else '' %}"

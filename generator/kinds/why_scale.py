@@ -323,7 +323,7 @@ AFTER = {
     "ws-weights": (
         r"Side by side, each row's largest weight: {% for scaled, raw in part.answer %}row "
         r"{{ loop.index }}, ${{ scaled | num }}$ with the scale and ${{ raw | num }}$ without"
-        r"{{ '; ' if not loop.last else '.' }}{% endfor %} Dividing by $\sqrt{d_k}$ brings a row's "
+        r"{% if not loop.last %}; {% else %}.{% endif %}{% endfor %} Dividing by $\sqrt{d_k}$ brings a row's "
         r"scores $\sqrt{d_k}$ times closer together, and its weights flatten with them."),
     "ws-output": r"This is what PyTorch's scaled_dot_product_attention gives for $Q$, $K$ and $V$.",
 }
@@ -347,9 +347,9 @@ def choice_key(why: str) -> str:
     the slip behind each wrong choice."""
     return (r"{% set item = part.item %}{% set choice = item.choices[item.answer] %}"
             r"**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }})** " + CHOICE
-            + r"{{ '.' if item.topic == 'variance' }} " + why + r" Where the others go wrong:"
+            + r"{% if item.topic == 'variance' %}.{% endif %} " + why + r" Where the others go wrong:"
             r"{% for letter, slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) "
-            r"{{ slip }}{{ ';' if not loop.last else '.' }}{% endfor %}")
+            r"{{ slip }}{% if not loop.last %};{% else %}.{% endif %}{% endfor %}")
 
 
 VARIANCE_KEY = choice_key(DERIVATION)

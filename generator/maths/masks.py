@@ -30,6 +30,11 @@ NEEDS = {"valid": ("padding", "causal+padding"), "window": ("window",)}
 # What the mask is called in prose ("Apply the padding mask").
 NAMES = {"causal": "causal mask", "padding": "padding mask", "window": "sliding-window mask",
          "causal+padding": "causal and padding mask", "custom": "mask"}
+# The names as prose writes them (``spec`` at hand): as words in the message, which a
+# translator sees whole, not as a value that would print in English.
+NAME_PROSE = ("{% if spec.mask == 'causal' %}causal mask{% elif spec.mask == 'padding' %}padding mask"
+              "{% elif spec.mask == 'window' %}sliding-window mask{% elif spec.mask == 'causal+padding' %}"
+              "causal and padding mask{% else %}mask{% endif %}")
 MINUS_INFINITY = ("-inf", "−inf", "-infinity", "−infinity", "-∞", "−∞")
 
 Visible = tuple[tuple[bool, ...], ...]

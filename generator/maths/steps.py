@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from generator.maths import ops
+from generator.maths import masks, ops
 from generator.rendering.language import N_
 
 
@@ -307,8 +307,8 @@ for _step in (
             r"{% else %}Scale the scores: $\tilde{S} = {{ spec.scale | tex }}\, S$.{% endif %}",
             when="scaled", factor_text="scaled = scale * scores"),
     StepDef("masked", "masking", ("scaled",), r"\hat{S}", "masked = {0}, -inf where key j > query i",
-            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the {{ spec.mask_name }} added",
-            r"Apply the {{ spec.mask_name }}: write the masked scores $\hat{S} = "
+            r"$\hat{S} = {{ 'masked' | input_of | sym }} + M$, the " + masks.NAME_PROSE + " added",
+            r"Apply the " + masks.NAME_PROSE + r": write the masked scores $\hat{S} = "
             r"{{ 'masked' | input_of | sym }} + M$, with $-\infty$ wherever {% if spec.mask == "
             r"'causal' %}key $j$ comes after query $i${% elif spec.mask == 'padding' %}key $j$ is "
             r"padding{% else %}the mask hides key $j$ from query $i${% endif %}.", when="masked"),

@@ -313,10 +313,22 @@ def _spoken_text(_) -> tuple:
 HELD = re.compile("\ue000(\\d+)\ue001")
 
 
+TEXT_IN_MATHS = re.compile(r"\\text\{([^{}]*?)(\s*)\}")
+
+
+def words_translated(tex: str, gettext=str) -> str:
+    """TeX whose ``\\text{...}`` words (marked N_ where the code writes them: "the student's")
+    are said by ``gettext``."""
+    if gettext is str:
+        return tex
+    return TEXT_IN_MATHS.sub(lambda m: "\\text{" + gettext(m[1]) + m[2] + "}", tex)
+
+
 @lru_cache(maxsize=4096)
 def spoken(tex: str, gettext=str) -> str:
     """Maths in words a screen reader says well: S̃ = S/√(d_k) is "S tilde = S over the square
     root of d sub k"; its words in the language of ``gettext``."""
+    tex = words_translated(tex, gettext)
     held: list[str] = []
     for pattern, words in _spoken_tex(gettext, held):
         tex = pattern.sub(words, tex)

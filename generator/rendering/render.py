@@ -27,6 +27,8 @@ from pathlib import Path
 import jinja2
 import jinja2.sandbox
 import sympy
+from babel import Locale, UnknownLocaleError
+from babel.lists import format_list
 from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 
@@ -320,8 +322,8 @@ def install_messages(environment: jinja2.Environment, language: Language, print_
     environment.globals.update(_=gettext, gettext=gettext, ngettext=ngettext)
 
 
-DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}${{ ', ' if not loop.last }}"
-                  "{% endfor %}, showing your working.")
+DEFAULT_PROMPT = ("Compute {% for step in part.steps %}${{ step.name | sym }}$"
+                  "{% if not loop.last %}, {% endif %}{% endfor %}, showing your working.")
 
 
 # What prose may read of a template's values (and what a pass_context filter finds there).
@@ -350,7 +352,9 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
                                         bytecode_cache=_bytecode_cache({"finalize": marked_sentence}))
             renderers[name] = ProseRenderer(PRINTERS[name], prose_environment, language.gettext,
                                             "." if name == "latex" else language.decimal)
-            prose_environment.filters.update(_prose_filters(renderers[name], decimals))
+            prose_environment.filters.update(_prose_filters(renderers[name], decimals),
+                                             **_list_filters(language.tag))
+            prose_environment.tests["read_with_an"] = _read_with_an
             prose_environment.globals["zip"] = zip
         return renderers[name]
 
@@ -375,7 +379,15 @@ def add_prose(environment: jinja2.Environment, printer: str, decimals: int,
         return (kind_of(question).prompts.get(part.task)
                 or (step.prompt if step and step.prompt else DEFAULT_PROMPT))
 
-    def formula_of(step) -> str:
+    @jinja2.pass_context
+    def formula_of(context, step) -> str:
+        # a step the part shows by a symbol of its own: head 2's Q as Q_2, a shared key head's
+        # K_1 (not kv1.K), the permuted weights A'
+        part = context.get("part")
+        shown = getattr(part, "shown_as", None) or ()
+        at = next((k for k, s in enumerate(getattr(part, "steps", ())) if s is step), None)
+        if at is not None and at < len(shown):
+            return f"${shown[at]}$"
         known = steps.REGISTRY.get(step.name)
         return known.formula if known and known.formula else "{{ step.formula }}"
 
@@ -434,7 +446,35 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
 
 
 def _article(n) -> str:
-    return "an" if str(n).startswith("8") or n in (11, 18) else "a"
+    return "an" if _read_with_an(n) else "a"
+
+
+def _read_with_an(n) -> bool:
+    """Whether English writes "an" before the number (an 8, an 11, an 18): prose asks it as a
+    test, ``{% if n is read_with_an %}an{% else %}a{% endif %}``, so that both words are in the
+    message a translator sees."""
+    return str(n).startswith("8") or n in (11, 18)
+
+
+def _list_filters(tag: str) -> dict:
+    """``and_list`` and ``or_list``: items joined as the language joins a list ("1, 2 and 3",
+    "1, 2 und 3", "1、2和3"), each written by an optional pattern (``'$O_{}$'``)."""
+    # the prose's English writes no serial comma (CLDR's "en" does): British English's lists
+    locale = Locale.parse("en_GB") if tag == "en" else _list_locale(tag)
+
+    def joined(style: str):
+        def filter_(items, pattern: str = "{}") -> str:
+            return format_list([pattern.replace("{}", str(item)) for item in items], style, locale)
+        return filter_
+    return dict(and_list=joined("standard"), or_list=joined("or"))
+
+
+def _list_locale(tag: str) -> Locale:
+    """The locale whose list patterns the language takes; English's for a tag CLDR does not know."""
+    try:
+        return Locale.parse(tag, sep="-")
+    except (UnknownLocaleError, ValueError):
+        return Locale.parse("en_GB")
 
 
 SANDBOX_KEY = "immutable-sandbox"
