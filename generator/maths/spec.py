@@ -223,22 +223,47 @@ def load_recorded_problem(path: Path, problem_id: str) -> ProblemSpec:
 
 def recorded_problems(path: Path) -> list:
     """A run's record's problems, each as its record (a dict, unchecked until read)."""
-    document = _parse(json.loads, read_user_file(path, "a problems.json record",
-                                                inputs.MAX_RECORD_BYTES), path, "JSON")
+    text = read_user_file(path, "a problems.json record", inputs.MAX_RECORD_BYTES)
+    check_record_size(text, path)
+    document = _parse(json.loads, text, path, "JSON")
     problems = document.get("problems") if isinstance(document, dict) else None
     if not isinstance(problems, list):
         raise SpecError(f"{path}: not a problems.json that gen-problems wrote")
     return problems
 
 
+MAX_RECORD_PROBLEMS = 5000  # as pipeline.MAX_TOTAL_PROBLEMS: the most one run sets
+
+
+def check_record_size(text: str, path: Path) -> None:
+    """A record of more problems than a run sets is refused before it is parsed (a 240 MB
+    record takes half a minute to parse): each problem has one key "spec", and JSON escapes
+    every quote inside a string, so the text holds "spec" once a problem (once more for
+    each text that is "spec" and nothing else)."""
+    if text.count('"spec"') > MAX_RECORD_PROBLEMS + 2 * MAX_PROBLEMS:
+        raise SpecError(f"{path}: more than {MAX_RECORD_PROBLEMS} problems; a run sets at most "
+                        f"{MAX_RECORD_PROBLEMS}")
+
+
 def recorded_spec(record: dict, path: Path) -> ProblemSpec:
     """A recorded problem's spec, its id, number and seed as they were."""
     if not isinstance(record, dict) or not isinstance(record.get("id"), str):
         raise SpecError(f"{path}: a problem without an id; not a problems.json that gen-problems wrote")
-    spec = spec_from_record(record.get("spec"), record["id"], f"{path}, problem {record['id']}")
-    number = record.get("number")
-    return replace(spec, number=number if type(number) is int else None,
-                   seed=record.get("seed") if type(record.get("seed")) is int else None)
+    where = f"{path}, problem {record['id']}"
+    spec = spec_from_record(record.get("spec"), record["id"], where)
+    from generator.kinds.sampling import MAX_SEED  # late: sampling builds on this module
+    return replace(spec, number=recorded_whole(record, "number", 1, MAX_PROBLEMS, where),
+                   seed=recorded_whole(record, "seed", 0, MAX_SEED, where))
+
+
+def recorded_whole(record: dict, key: str, lowest: int, most: int, where: str) -> int | None:
+    """A record's whole number (a problem's number, a seed), or None where it has none; what
+    gen-problems never writes (true, -5, 1e100, "3") is refused naming the field."""
+    value = record.get(key)
+    if value is not None and (type(value) is not int or not lowest <= value <= most):
+        raise SpecError(f"{where}: {key} must be a whole number from {lowest} to {most}, "
+                        f"got {shown(value)}")
+    return value
 
 
 def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> ProblemSpec:
