@@ -237,5 +237,6 @@ def test_a_roster_name_with_a_control_character_is_refused(tmp_path, run_cli, ro
     # LuaLaTeX stopped on these ("invalid character", exit 1) and XML cannot hold them
     students = roster(tmp_path, row, ("s2", "Grace Hopper"))
     assert_refused(*run_cli("--count", 1, "--students", students, "--out", tmp_path / "o"),
-                   "roster.csv, line 2: the student's")
+                   "roster.csv, line 2: the name of student s1 holds",
+                   "roster.csv, line 2: the id of student Ada Lovelace holds")
     assert not (tmp_path / "o").exists()
