@@ -256,3 +256,13 @@ def test_a_huge_roster_is_refused_before_it_is_read(tmp_path, run_cli, text, exp
     roster = tmp_path / "class.csv"
     roster.write_text(text, newline="")
     assert expected in refused(run_cli, tmp_path / "out", "--students", roster, "--count", 1)
+
+
+def test_a_record_with_a_blank_title_sets_its_exam_again_under_the_default_title(tmp_path, run_cli, exam_record):
+    """A record written when a blank --title was still taken: set again, not refused."""
+    record = copy.deepcopy(exam_record)
+    record["documents"]["title"] = " "
+    (tmp_path / "problems.json").write_text(json.dumps(record))
+    code, _, err = run_cli("--record", tmp_path / "problems.json", "--out", tmp_path / "out")
+    assert code == 0, err
+    assert (tmp_path / "out" / "questions.md").read_text().startswith("# Scaled dot-product self-attention")

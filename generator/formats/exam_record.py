@@ -82,6 +82,8 @@ def recorded_documents(path: Path) -> dict:
     if not isinstance(recorded, dict):
         return settings
     header = {name: recorded[name] for name in HEADER_FIELDS if name in recorded}
+    if isinstance(header.get("title"), str) and not header["title"].strip():
+        del header["title"]  # written before a blank title was refused: the default prints
     try:
         settings.update(header_fields(None, {**header, "extra": _extra(recorded, path)}))
     except SpecError as error:
