@@ -11,9 +11,12 @@ from xml.etree import ElementTree
 
 import pytest
 import sympy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from generator.cli import main
 from generator.maths.spec import load_spec_file
+from generator.rendering.teacher_text import text_fault
 from generator.running.roster import load_roster
 
 
@@ -152,6 +155,16 @@ def test_moodle_xml_stays_well_formed_for_any_text_accepted(tmp_path, run_cli):
                 ElementTree.fromstring(package.read(name))
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and text_fault(t) is None))
+def test_moodle_xml_is_well_formed_for_any_title_the_rule_lets_through(tmp_path_factory, text):
+    out = tmp_path_factory.mktemp("moodle") / "out"
+    assert main([f"--title={text}", f"--course={text}", "--count", "1", "--seed", "2", "--types", "row",
+                 "--format", "moodle", "--out", str(out)]) == 0
+    root = ElementTree.parse(out / "moodle.xml").getroot()
+    assert any(text.strip().replace("/", "-") in found for found in root.itertext())
+
+
 # -- numbers in spec files: exactly the grammar the guide states -----------------------------------
 
 @pytest.mark.parametrize("literal", ["0x10", "0o7", "0b1", "1_000", "1_0.5", "inf", "-inf", "nan", "+nan"])
@@ -265,3 +278,14 @@ def test_a_record_with_a_blank_title_sets_its_exam_again_under_the_default_title
     code, _, err = run_cli("--record", tmp_path / "problems.json", "--out", tmp_path / "out")
     assert code == 0, err
     assert (tmp_path / "out" / "questions.md").read_text().startswith("# Scaled dot-product self-attention")
+
+
+def test_a_records_student_with_a_control_character_is_refused(tmp_path, run_cli):
+    roster = tmp_path / "class.csv"
+    roster.write_text("id,name\ns1,Ann Lee\ns2,Bo Chen\n")
+    assert run_cli("--students", roster, "--count", 1, "--out", tmp_path / "set")[0] == 0
+    record = json.loads((tmp_path / "set" / "problems.json").read_text())
+    record["papers"][1]["name"] = "Bo\x1bChen"
+    (tmp_path / "problems.json").write_text(json.dumps(record))
+    err = refused(run_cli, tmp_path / "out", "--record", tmp_path / "problems.json")
+    assert "papers: the name of student s2" in err and "U+001B" in err

@@ -160,8 +160,10 @@ def _students(papers, versions: dict, path: Path) -> list[Student] | None:
         if not (isinstance(sid, str) and isinstance(name, str) and version in versions):
             raise SpecError(f"{path}: papers: each names a student_id, a name and a version "
                             f"of the record")
-        if (fault := text_fault(sid) or text_fault(name)):
-            raise SpecError(f"{path}: papers: a student {fault}")
+        for what, text, other in (("id", sid, name), ("name", name, sid)):
+            if (fault := text_fault(text)):  # the student named by what can be printed
+                whose = f"a student's {what}" if text_fault(other) else f"the {what} of student {other}"
+                raise SpecError(f"{path}: papers: {whose} {fault}")
         students.append(Student(sid, name, version))
     if len(students) > MAX_STUDENTS:
         raise SpecError(f"{path}: more than {MAX_STUDENTS} students")
