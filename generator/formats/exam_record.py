@@ -24,12 +24,20 @@ from pathlib import Path
 
 import sympy
 
+from generator.kinds.sampling import MAX_SEED
 from generator.maths.exact import parse_exact
-from generator.maths.spec import ProblemSpec, SpecError, read_user_file, recorded_spec
+from generator.maths.spec import (
+    ProblemSpec,
+    SpecError,
+    check_record_size,
+    read_user_file,
+    recorded_spec,
+    recorded_whole,
+)
 from generator.rendering.paper import HEADER_FIELDS, DocumentInfo, header_fields
 from generator.rendering.teacher_text import text_fault
 from generator.running import inputs
-from generator.running.pipeline import shell_word
+from generator.running.pipeline import MAX_TOTAL_PROBLEMS, shell_word
 from generator.running.roster import MAX_STUDENTS, Student
 
 RECORD = "problems.json"
@@ -74,6 +82,8 @@ def recorded_documents(path: Path) -> dict:
     if not isinstance(recorded, dict):
         return settings
     header = {name: recorded[name] for name in HEADER_FIELDS if name in recorded}
+    if isinstance(header.get("title"), str) and not header["title"].strip():
+        del header["title"]  # written before a blank title was refused: the default prints
     try:
         settings.update(header_fields(None, {**header, "extra": _extra(recorded, path)}))
     except SpecError as error:
@@ -115,6 +125,8 @@ def recorded_exam(path: Path) -> RecordedExam:
     problems = document.get("problems") if isinstance(document, dict) else None
     if not isinstance(problems, list) or not problems:
         raise SpecError(f"{path}: not a problems.json that gen-problems wrote (no problems)")
+    if len(problems) > MAX_TOTAL_PROBLEMS:  # counted before any is read as a spec
+        raise SpecError(f"{path}: {len(problems)} problems; a run sets at most {MAX_TOTAL_PROBLEMS}")
     versions: dict[int, list[ProblemSpec]] = {}
     for record in problems:
         version = record.get("version", 1) if isinstance(record, dict) else None
@@ -126,12 +138,14 @@ def recorded_exam(path: Path) -> RecordedExam:
         specs.sort(key=lambda spec: spec.number or 0)
     papers = document.get("papers")
     command = document.get("draw_command") or ""
-    if not isinstance(command, str) or (fault := text_fault(command)):
-        raise SpecError(f"{path}: draw_command {fault or 'must be text'}")
-    seed, minutes = document.get("seed"), document.get("time_allowed", 0)
+    if not isinstance(command, str):
+        raise SpecError(f"{path}: draw_command must be text")
+    if (fault := text_fault(command)):
+        raise SpecError(f"{path}: draw_command {fault}")
+    seed = recorded_whole(document, "seed", 0, MAX_SEED, str(path))
     return RecordedExam(dict(sorted(versions.items())), _students(papers, versions, path),
-                        seed if type(seed) is int else None, command, isinstance(papers, list),
-                        _whole(minutes, "time_allowed", path, MAX_MINUTES))
+                        seed, command, isinstance(papers, list),
+                        _whole(document.get("time_allowed", 0), "time_allowed", path, MAX_MINUTES))
 
 
 def _students(papers, versions: dict, path: Path) -> list[Student] | None:
@@ -146,8 +160,10 @@ def _students(papers, versions: dict, path: Path) -> list[Student] | None:
         if not (isinstance(sid, str) and isinstance(name, str) and version in versions):
             raise SpecError(f"{path}: papers: each names a student_id, a name and a version "
                             f"of the record")
-        if (fault := text_fault(sid) or text_fault(name)):
-            raise SpecError(f"{path}: papers: a student {fault}")
+        for what, text, other in (("id", sid, name), ("name", name, sid)):
+            if (fault := text_fault(text)):  # the student named by what can be printed
+                whose = f"a student's {what}" if text_fault(other) else f"the {what} of student {other}"
+                raise SpecError(f"{path}: papers: {whose} {fault}")
         students.append(Student(sid, name, version))
     if len(students) > MAX_STUDENTS:
         raise SpecError(f"{path}: more than {MAX_STUDENTS} students")
@@ -202,6 +218,7 @@ def kept_folder(name: str, current: Path) -> str | None:
 
 def _read(path: Path):
     text = read_user_file(path, "a problems.json record", inputs.MAX_RECORD_BYTES)
+    check_record_size(text, path)
     try:
         return json.loads(text)
     except ValueError as error:

@@ -33,6 +33,7 @@ Matrix = tuple[tuple[sympy.Expr, ...], ...]
 MAX_TOKENS = 12
 MAX_PROBLEMS = 2000
 MAX_DIMENSION = 16
+MAX_SIDE = max(MAX_TOKENS, MAX_DIMENSION)  # a matrix's rows or columns: tokens or a dimension
 MAX_FILE_BYTES = inputs.MAX_BYTES  # a spec, roster or header file: far above any real one
 MASKS = masks.KINDS
 FROM_EMBEDDINGS = ("X", "W_Q", "W_K", "W_V")
@@ -222,22 +223,47 @@ def load_recorded_problem(path: Path, problem_id: str) -> ProblemSpec:
 
 def recorded_problems(path: Path) -> list:
     """A run's record's problems, each as its record (a dict, unchecked until read)."""
-    document = _parse(json.loads, read_user_file(path, "a problems.json record",
-                                                inputs.MAX_RECORD_BYTES), path, "JSON")
+    text = read_user_file(path, "a problems.json record", inputs.MAX_RECORD_BYTES)
+    check_record_size(text, path)
+    document = _parse(json.loads, text, path, "JSON")
     problems = document.get("problems") if isinstance(document, dict) else None
     if not isinstance(problems, list):
         raise SpecError(f"{path}: not a problems.json that gen-problems wrote")
     return problems
 
 
+MAX_RECORD_PROBLEMS = 5000  # as pipeline.MAX_TOTAL_PROBLEMS: the most one run sets
+
+
+def check_record_size(text: str, path: Path) -> None:
+    """A record of more problems than a run sets is refused before it is parsed (a 240 MB
+    record takes half a minute to parse): each problem has one key "spec", and JSON escapes
+    every quote inside a string, so the text holds "spec" once a problem (once more for
+    each text that is "spec" and nothing else)."""
+    if text.count('"spec"') > MAX_RECORD_PROBLEMS + 2 * MAX_PROBLEMS:
+        raise SpecError(f"{path}: more than {MAX_RECORD_PROBLEMS} problems; a run sets at most "
+                        f"{MAX_RECORD_PROBLEMS}")
+
+
 def recorded_spec(record: dict, path: Path) -> ProblemSpec:
     """A recorded problem's spec, its id, number and seed as they were."""
     if not isinstance(record, dict) or not isinstance(record.get("id"), str):
         raise SpecError(f"{path}: a problem without an id; not a problems.json that gen-problems wrote")
-    spec = spec_from_record(record.get("spec"), record["id"], f"{path}, problem {record['id']}")
-    number = record.get("number")
-    return replace(spec, number=number if type(number) is int else None,
-                   seed=record.get("seed") if type(record.get("seed")) is int else None)
+    where = f"{path}, problem {record['id']}"
+    spec = spec_from_record(record.get("spec"), record["id"], where)
+    from generator.kinds.sampling import MAX_SEED  # late: sampling builds on this module
+    return replace(spec, number=recorded_whole(record, "number", 1, MAX_PROBLEMS, where),
+                   seed=recorded_whole(record, "seed", 0, MAX_SEED, where))
+
+
+def recorded_whole(record: dict, key: str, lowest: int, most: int, where: str) -> int | None:
+    """A record's whole number (a problem's number, a seed), or None where it has none; what
+    gen-problems never writes (true, -5, 1e100, "3") is refused naming the field."""
+    value = record.get(key)
+    if value is not None and (type(value) is not int or not lowest <= value <= most):
+        raise SpecError(f"{where}: {key} must be a whole number from {lowest} to {most}, "
+                        f"got {shown(value)}")
+    return value
 
 
 def spec_from_record(record: dict, problem_id: str, where: str = "problem") -> ProblemSpec:
@@ -384,9 +410,70 @@ def read_user_file(path: Path, what: str = "the file", limit: int = MAX_FILE_BYT
     return inputs.read_text(path, what, limit)
 
 
+# Bounds a TOML text must meet before it is parsed: Python's TOML parser takes some 5 µs an
+# entry (7.9 million zeros, 36 s), so a file of far more entries than any set is refused first.
+MAX_ENTRIES = MAX_PROBLEMS * 1000  # commas in a file: 2000 problems of X 12 x 16 and three 16 x 16 weights
+MAX_KEYS = MAX_PROBLEMS * 100  # "=" in a file: a problem has a dozen keys or so
+MAX_VALUE_ENTRIES = 1000  # commas from one "=" to the next: a matrix is at most 16 x 16
+
+
 def parse_toml(text: str, path: Path) -> dict:
-    """A spec file's TOML text parsed; any failure as a SpecError of one line naming ``path``."""
-    return _parse(tomllib.loads, text, path, "TOML")
+    """A spec file's TOML text parsed; any failure as a SpecError of one line naming ``path``.
+    Its size is checked first, and a number TOML reads though a person would not write it so
+    (0x10, 1_000, inf) arrives as the string it is written as, which ``parse_exact`` refuses."""
+    _check_toml_size(text, path)
+    literal = _quoted_literals(text)
+    if literal != text:
+        _parse(tomllib.loads, text, path, "TOML")  # its own faults first, at their own columns
+    return _parse(tomllib.loads, literal, path, "TOML")
+
+
+def _check_toml_size(text: str, path: Path) -> None:
+    """Counted in the text, before parsing: so many keys or entries, or one value of so many
+    entries, is no spec file (nor header config)."""
+    if text.count("=") > MAX_KEYS:
+        raise SpecError(f"{path}: more than {MAX_KEYS} keys; at most {MAX_PROBLEMS} problems")
+    pieces = text.split("=")
+    for number, piece in enumerate(pieces[1:], start=1):
+        if piece.count(",") > MAX_VALUE_ENTRIES:  # between entries, and between rows
+            key = (pieces[number - 1].split() or ["?"])[-1]
+            line = sum(p.count("\n") for p in pieces[:number]) + 1
+            raise SpecError(f"{path}, line {line}: {key} holds more than {MAX_VALUE_ENTRIES} "
+                            f"entries; a matrix is at most {MAX_SIDE} x {MAX_SIDE}")
+    if text.count(",") > MAX_ENTRIES:
+        raise SpecError(f"{path}: more than {MAX_ENTRIES} entries; at most {MAX_PROBLEMS} "
+                        f"problems of at most {MAX_SIDE} x {MAX_SIDE} entries a matrix")
+
+
+# The numbers TOML reads that the spec files' grammar refuses (docs/guide.md: "not 0x10 or
+# 1_000"): hexadecimal, octal, binary, digits grouped by "_", inf and nan.
+MAYBE_NOT_PLAIN = ("0x", "0o", "0b", "inf", "nan")  # or a digit before "_": DIGIT_GROUPS
+DIGIT_GROUPS = re.compile("[0-9]_")
+TOML_NUMBER = re.compile(r"[+-]?(?:0x[0-9A-Fa-f_]+|0o[0-7_]+|0b[01_]+|inf|nan"
+                         r"|\d[\d_]*(?:\.[\d_]+)?(?:[eE][+-]?[\d_]+)?)")
+PLAIN_TOML_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# What a TOML text holds, token by token: its strings and comments (passed over whole) and
+# its bare words (a key, a number, a date, true).
+TOML_TOKENS = re.compile("|".join((
+    r'"""(?:[^\\]|\\[\s\S])*?"{3,5}',  # a multi-line string (its closing quotes may be 5)
+    r"'''[\s\S]*?'{3,5}",
+    r'"(?:[^"\\\n]|\\.)*"', r"'[^'\n]*'", r"#[^\n]*",  # a string, a literal string, a comment
+    r"(?P<word>[\w.:+-]+)")))
+
+
+def _quoted_literals(text: str) -> str:
+    """The TOML text with each number not written plainly in quotes ("0x10"): parsed, it is
+    the string the teacher wrote, and the entry's own check names it.  A bare key so written
+    (1_000 = 1) is the same key quoted."""
+    if not any(word in text for word in MAYBE_NOT_PLAIN) and not DIGIT_GROUPS.search(text):
+        return text  # the usual file: looked through at C's speed (0.1 s for 10 MB)
+
+    def quoted(match: re.Match) -> str:
+        word = match["word"]
+        if word and TOML_NUMBER.fullmatch(word) and not PLAIN_TOML_NUMBER.fullmatch(word):
+            return f'"{word}"'
+        return match.group()
+    return TOML_TOKENS.sub(quoted, text)
 
 
 def _parse(parser, text: str, path: Path, kind: str):
@@ -487,6 +574,11 @@ def _parse_matrix(rows, name: str, where: str) -> Matrix:
                    and not any(isinstance(r, (list, dict)) for r in rows) else "[[1, 0], [0, 1]]")
         raise SpecError(f"{where}: {name} must be a non-empty list of rows, e.g. {example}")
     width = len(rows[0])
+    # A matrix far larger than any (16 x 16) is refused before its entries are parsed: sympy
+    # on a row of a million would take minutes.  Nearer sizes get _check_shapes's account.
+    if len(rows) > 4 * MAX_SIDE or width > 4 * MAX_SIDE:
+        raise SpecError(f"{where}: {name} is {len(rows)} x {width}; a matrix is at most "
+                        f"{MAX_SIDE} x {MAX_SIDE} (an exam, not a model)")
     for number, row in enumerate(rows, start=1):
         if not row:
             raise SpecError(f"{where}: {name} row {number} is empty")

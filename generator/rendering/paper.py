@@ -314,7 +314,18 @@ def header_fields(config: Path | None, given: dict) -> dict:
         if (fault := text_fault(text, several_lines=name in SEVERAL_LINES
                                 or name.startswith("extra."))):
             raise SpecError(f"{name} {fault}")
+    fields = {name: _trimmed(text) for name, text in fields.items()}
+    if fields.get("title") == "":  # every document's heading and file title starts with it
+        raise SpecError("title is blank: give one, or leave the title out for the default")
+    extra = {name: _trimmed(text) for name, text in extra.items()}
     return {**fields, "extra": tuple(sorted(extra.items()))} if extra else fields
+
+
+def _trimmed(text: str) -> str:
+    """A header text without the white space around it or its lines, each line break as
+    \\n: a blank text is no text (LaTeX ends no line that has not begun: "There's no line
+    here to end"), and a blank line inside is a line break as any other."""
+    return "\n".join(line.strip() for line in text.strip().splitlines())
 
 
 def _header_config(path: Path) -> dict:

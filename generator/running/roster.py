@@ -27,6 +27,10 @@ from generator.rendering.teacher_text import text_fault
 
 MAX_STUDENTS = 500
 MAX_FIELD = 200
+# Counted in the text before the CSV is read: 500 students on as many lines, padded with
+# blank rows as some exports are, and a gradebook's column for every assignment.
+MAX_LINES = 200_000
+MAX_COLUMNS = 2000
 # Columns that can serve as a student's id, best first: an institution's number before a
 # platform's own id, an id before a login or an email. Header names are compared folded;
 # Moodle writes them in the teacher's language (German, French and Spanish here too).
@@ -62,6 +66,7 @@ def load_roster(path: Path) -> Roster:
     """The students of a roster file (see the module's docstring), checked: a SpecError of one line
     naming the file and line."""
     text, notes = _decode(read_user_bytes(path, "the roster"), path)
+    _check_size(text, path)
     rows = _read_rows(text, path)
     if not rows:
         raise SpecError(f"{path}: no students in the roster")
@@ -72,6 +77,20 @@ def load_roster(path: Path) -> Roster:
     students = [(line, _student(sid, name, path, line)) for line, sid, name in entries if sid or name]
     _check_students(students, path)
     return Roster([student for _, student in students], notes)
+
+
+def _check_size(text: str, path: Path) -> None:
+    """A text of far more lines or columns than a class's roster is refused before it is read
+    as CSV (a header of 16 million empty columns takes seconds to read)."""
+    if max(text.count("\n"), text.count("\r")) > MAX_LINES:  # LF, CRLF, or CR alone
+        raise SpecError(f"{path}: more than {MAX_LINES} lines; a roster of at most "
+                        f"{MAX_STUDENTS} students has far fewer")
+    lines = text.splitlines()
+    delimiter = _dialect(text).delimiter
+    wide = next((number for number, line in enumerate(lines, start=1)
+                 if line.count(delimiter) >= MAX_COLUMNS), None)
+    if wide is not None:
+        raise SpecError(f"{path}, line {wide}: more than {MAX_COLUMNS} columns; is it a roster?")
 
 
 def _may_be_a_student(row: list[str]) -> bool:
@@ -162,9 +181,10 @@ def _student(student_id: str, name: str, path: Path, line: int) -> Student:
         raise SpecError(f"{path}, line {line}: every student needs an id and a name")
     if len(student_id) > MAX_FIELD or len(name) > MAX_FIELD:
         raise SpecError(f"{path}, line {line}: id and name are at most {MAX_FIELD} characters")
-    for what, text in (("id", student_id), ("name", name)):
-        if (fault := text_fault(text)):
-            raise SpecError(f"{path}, line {line}: the student's {what} {fault}")
+    for what, text, other in (("id", student_id, name), ("name", name, student_id)):
+        if (fault := text_fault(text)):  # the student named by what can be printed
+            whose = f"the student's {what}" if text_fault(other) else f"the {what} of student {other}"
+            raise SpecError(f"{path}, line {line}: {whose} {fault}")
     return Student(student_id, name)
 
 
