@@ -172,3 +172,15 @@ def fast_tier_starts_no_tex_nor_chromium(request, monkeypatch):
     if started:
         pytest.fail(f"this test starts {started[0]}: mark it "
                     f"{'tex' if started[0] == 'TeX' else 'browser'} (or slow)", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium, driven by Playwright (the browser tests' own; see test_web)."""
+    from playwright.sync_api import sync_playwright
+    from test_web import CHROMIUM, CHROMIUM_ARGS
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
+                                             args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

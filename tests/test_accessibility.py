@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_web import CHROMIUM, CHROMIUM_ARGS, NO_BROWSER
+from test_web import NO_BROWSER
 
 from generator.kinds import BUILT_IN
 
@@ -35,16 +35,6 @@ def every_type(tmp_path_factory):
         assert main(["--seed", "3", "--count", str(len(BUILT_IN)), "--types", ",".join(BUILT_IN),
                      "--format", "html", "--out", str(root / lang), *args]) == 0
     return root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
-                                             args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def test_the_key_page_is_one_document_with_its_language_and_no_script(every_type):

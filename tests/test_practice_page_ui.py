@@ -9,7 +9,7 @@ import re
 import subprocess
 
 import pytest
-from test_web import CHROMIUM, CHROMIUM_ARGS, NO_BROWSER
+from test_web import NO_BROWSER
 
 from generator.maths.spec import spec_from_record
 from generator.rendering.formatting import decimal_text
@@ -35,16 +35,6 @@ def pages(tmp_path_factory):
     for name, args in runs.items():
         assert main([*args, "--practice", "--format", "html", "--out", str(root / name)]) == 0
     return root
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM or "/usr/bin/chromium",
-                                             args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
