@@ -137,8 +137,8 @@ def choice_parts(spec, solution) -> list[Part]:
 
 # Why 1/sqrt(d_k) keeps gradients alive, and what students think instead.
 WHY_SCALE = (
-    (N_("Softmax saturates: the nearer a row of weights is to one-hot, the smaller "
-     r"$A \odot (\mathrm{d}A - \operatorname{rowsum}(A \odot \mathrm{d}A))$ gets, so larger "
+    (N_("Softmax saturates: the nearer a row $a$ of weights is to one-hot, the smaller "
+     r"$a_j\,(\mathrm{d}a_j - \sum_k a_k\, \mathrm{d}a_k)$ gets, so larger "
      "scores pass back less gradient."), ""),
     (N_("Larger scores pass back more gradient: the gradient grows with the scores."),
      N_("the scores grow, but the gradient through softmax shrinks as the weights saturate")),

@@ -138,7 +138,7 @@ def total(values, decimals: int, size: bool = False) -> str:
     ``size`` adds their absolute values."""
     if isinstance(values, (int, float)):
         return f"{float(values):.{decimals}f}"
-    written = (Decimal(decimal_text(n, decimals)) for n in values)
+    written = (Decimal(decimal_text(n, decimals)) for n in values if n is not None)
     summed = sum((abs(d) if size else d for d in written), Decimal(0))
     return f"{summed.quantize(Decimal(1).scaleb(-decimals)):f}"
 
