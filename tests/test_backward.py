@@ -173,5 +173,5 @@ def test_drawn_gradients_equal_autograd_and_the_items_claims_hold(difficulty):
             sizes = np.abs(question.solution.step("dV").numeric).sum(axis=1)
             assert sizes.argmin() == key
         if "why-scale" in parts:  # without the scaling, that row passes back less
-            row, _, _, kept, lost = parts["why-scale"].answer
+            row, _, _, kept, lost, _ = parts["why-scale"].answer
             assert lost < kept

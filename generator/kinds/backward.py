@@ -169,7 +169,7 @@ def ignored_key(spec, solution):
     if key is None:
         return None
     column = tuple(row[key] for row in solution.step("weights").entries)  # added up as printed
-    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, column)
+    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, weights.sum(axis=0)[key], column)
 
 
 def least_attended_key(weights: np.ndarray, dv: np.ndarray) -> int | None:
@@ -202,9 +202,9 @@ def why_scale(spec, solution):
     item = shuffled_item("why-scale", WHY_SCALE, spec.id)
     # the row of dS~ the key prints (every row, or the row asked) is added up as printed
     printed = spec.row is None or (spec.row == row and spec.places is None)  # not from a rounded a
-    kept_here = solution.step("dscaled").entries[row] if printed else kept[row]
+    stated = solution.step("dscaled").entries[row] if printed else kept[row]
     return item, (row, solution.step("weights").numeric[row].max(), raw["weights"][row].max(),
-                  kept_here, lost[row])
+                  kept[row], lost[row], stated)
 
 
 def row_kept_alive(given: dict, dscaled: np.ndarray, mask: str):
@@ -313,9 +313,9 @@ register(QuestionType(
                           "$1/\\sqrt{d_k}$ it would be ${{ part.answer[2] | fixed }}$, "
                           "and its row of $\\mathrm{d}\\tilde{S}$ would "
                           "add up (in size) to ${{ part.answer[4] | fixed }}$ instead of "
-                          "${{ part.answer[3] | total(size=true) }}$. Why?",
+                          "${{ part.answer[5] | total(size=true) }}$. Why?",
              "ignored-key": "Key {{ part.answer[0] + 1 }} gets the least attention: its column of $A$ "
-                            "adds up to ${{ part.answer[1] | total }}$. What is true of row "
+                            "adds up to ${{ part.answer[2] | total }}$. What is true of row "
                             "{{ part.answer[0] + 1 }} of $\\mathrm{d}V$?",
              "drow": r"Now query {{ spec.row + 1 }} alone. {% if spec.places %}With $a$, row "
                      r"{{ spec.row + 1 }} of $A$ to {{ spec.places }} places as given above (work "
