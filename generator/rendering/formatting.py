@@ -131,6 +131,15 @@ def decimal_text(num: Num, decimals: int) -> str:
     return _unsigned_zero(text)
 
 
+def as_printed(value, decimals: int) -> Decimal:
+    """A number as the key prints it at ``decimals`` (a step's entry by ``decimal_text``, a figure
+    worked from such numbers rounded half up), to work on with: a note's figure worked from the
+    figures it prints beside it agrees with them, as a softmax's sum is of its exponentials as written."""
+    if isinstance(value, Num):
+        return Decimal(decimal_text(value, decimals))
+    return Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
+
 def total(values, decimals: int, size: bool = False) -> str:
     """A sum a sentence states, at ``decimals`` places: of a measured value (a float, printed
     nowhere else), or of printed entries (Nums) their sum as printed, so that it agrees with
