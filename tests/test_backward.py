@@ -102,6 +102,16 @@ def test_a_hand_checked_problem_prints_every_number(tmp_path, run_cli):
     assert record["steps"]["dscaled"][0] == pytest.approx([-0.442362, 0.442362], abs=1e-6)
 
 
+def test_one_row_alone_states_only_what_it_prints(tmp_path, run_cli):
+    """With ``row``, only V, A and dO are printed: the statement speaks of V, not of Q's and K's rows."""
+    spec = tmp_path / "row.json"
+    spec.write_text(json.dumps({**GOLDEN, "type": "backward", "row": 2}))
+    assert run_cli("--spec", spec, "--format", "md", "--out", tmp_path / "o")[0] == 0
+    sheet = (tmp_path / "o" / "questions.md").read_text()
+    assert "The rows of V are the values of 2 keys; here d_k = 2 and d_v = 2." in sheet
+    assert "Q (" not in sheet and "rows of Q" not in sheet and "K and V" not in sheet
+
+
 @pytest.mark.slow
 def test_drawn_backward_problems_at_every_difficulty(tmp_path, run_cli):
     for difficulty in ("easy", "medium", "hard"):
@@ -173,5 +183,5 @@ def test_drawn_gradients_equal_autograd_and_the_items_claims_hold(difficulty):
             sizes = np.abs(question.solution.step("dV").numeric).sum(axis=1)
             assert sizes.argmin() == key
         if "why-scale" in parts:  # without the scaling, that row passes back less
-            row, _, _, kept, lost = parts["why-scale"].answer
+            row, _, _, kept, lost, _ = parts["why-scale"].answer
             assert lost < kept

@@ -141,6 +141,9 @@ def test_numbers_on_paper_take_the_languages_decimal_mark(tmp_path, run_cli, tag
     working = "\n".join(line for line in key.splitlines() if "≈" in line and line.startswith("-"))
     numbers = DECIMAL.findall(working)
     assert numbers and all(mark in n for n in numbers), numbers[:10]
+    # an entry of the working, S̃[1,2], is S̃[1;2] where "1,2" would read as a number
+    separators = {m[1] for m in re.finditer(r"^- \S+\[\d+([,;])\d+\]", key, re.M)}
+    assert separators == ({";"} if mark == "," else {","})
     latex = (tmp_path / "o" / "answers.tex").read_text(encoding="utf-8")
     assert ('\\mathcode`\\.="013B' in latex) == (mark == ",")
 

@@ -262,6 +262,14 @@ def rounded(value: float, decimals: int) -> Decimal:
     return Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
 
 
+def adds_up(p: Problem, kind: str, text: str, entries: np.ndarray, what: str) -> None:
+    """A sum the key states of entries it prints: the sum of the entries as printed (each
+    rounded to the key's decimals), what a student adding them up on the page gets, and not
+    the exact sum's rounding, which may differ from it in the last place."""
+    printed = sum((rounded(x, p.decimals) for x in entries), Decimal(0))
+    p.claim(kind, f"{what}: {text}, printed entries add up to {printed}", Decimal(text) == printed)
+
+
 OUTPUT_CLAUSE = re.compile(
     r"[Oo]utput row (?P<row>\d+) takes (?:most \((?P<w>NUM)(?:, just above value row (?P<next>\d+)'s "
     r"(?P<nw>NUM))?\) from value row (?P<one>\d+)|equally \((?P<tw>NUM) each\) from value rows "
@@ -557,6 +565,7 @@ def prompt(p: Problem, m: re.Match, _) -> None:
 
 def backward_why_scale(p: Problem, t: re.Match) -> None:
     kind, row = "backward-why-scale", int(t[1]) - 1
+    p.kinds.add(kind)
     weights, scores = p.step("weights"), p.step("scores")
     visible = seen_keys(*weights.shape, p.spec.get("mask") == "causal")
     raw = np.zeros_like(weights)
@@ -569,17 +578,22 @@ def backward_why_scale(p: Problem, t: re.Match) -> None:
     p.shows(kind, t[2], np.nanmax(weights[row]), f"row {row + 1}'s largest weight")
     p.shows(kind, t[3], raw[row].max(), f"row {row + 1}'s largest weight on the raw scores")
     p.shows(kind, t[4], lost[row], f"row {row + 1} of dS̃ on the raw scores, in size")
-    p.shows(kind, t[5], kept[row], f"row {row + 1} of dS̃, in size")
+    asked = p.spec.get("row")
+    if asked is None or (asked == row + 1 and p.spec.get("places") is None):  # the key prints that row
+        adds_up(p, kind, t[5], np.abs(np.nan_to_num(p.step("dscaled")[row])), f"row {row + 1} of dS̃, in size")
+    else:
+        p.shows(kind, t[5], kept[row], f"row {row + 1} of dS̃, in size")
     p.claim(kind, "without scaling less gradient passes", lost[row] < kept[row])
 
 
 def ignored_key(p: Problem, t: re.Match) -> None:
     kind, key = "ignored-key", int(t[1]) - 1
+    p.kinds.add(kind)
     attention = np.nansum(p.step("weights"), axis=0)
     sizes = np.abs(p.step("dV")).sum(axis=1)
     p.claim(kind, f"key {key + 1} alone gets the least attention",
             [j for j in range(len(attention)) if attention[j] < attention.min() + TIE] == [key])
-    p.shows(kind, t[2], attention[key], f"column {key + 1} of A, summed")
+    adds_up(p, kind, t[2], np.nan_to_num(p.step("weights")[:, key]), f"column {key + 1} of A, summed")
     p.claim(kind, f"row {key + 1} of dV is the smallest and not 0", int(t[3]) == key + 1 and
             [j for j in range(len(sizes)) if sizes[j] < sizes.min() + TIE] == [key] and sizes[key] > TIE)
 
@@ -625,6 +639,8 @@ STATEMENT = [
               r"d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)\.", setup),
     ("setup", r"The rows of Q are (?P<queries>\d+) quer(?:y|ies), the rows of K and V are (?P<keys>\d+) "
               r"keys? and their values; here d_k = (?P<d_k>\d+) and d_v = (?P<d_v>\d+)\.", setup),
+    ("setup", r"^The rows of V are the values of (?P<keys>\d+) keys?; here d_k = (?P<d_k>\d+) and d_v = "
+              r"(?P<d_v>\d+)\.", setup),  # backward's row alone: only V, A and dO are printed
     ("setup", r"(?:Two|Three|Four)-head self-attention on a sequence of (?P<tokens>\d+) tokens(?: \(d_model = "
               r"(?P<d_model>\d+)\))?.* each head has d_k = (?P<head_dk>\d+) and d_v = (?P<head_dv>\d+)\.", setup),
     ("many-heads", r"(?P<count>Two|Three|Four)-head self-attention .*?(?:Heads (?P<others>[\d, and]+) are "
@@ -647,6 +663,7 @@ STATEMENT = [
     ("problem-id", r"^Problem id `[^`]+`\.$", None),
 ]
 NOTE_KINDS = {"why-scale", "reading-weights", "reading-output"}  # the templates' notes/ kinds
+PROMPT_KINDS = {"backward-why-scale", "ignored-key"}  # prompts that state sums of the key's numbers
 
 
 def is_prose(line: str) -> bool:
@@ -732,7 +749,7 @@ def test_every_note_and_every_type_is_met(checked):
     kinds = set().union(*(p.kinds for p in checked))
     templates = Path(__file__).parents[1] / "templates" / "markdown" / "notes"
     assert len(list(templates.glob("*.md.j2"))) == len(NOTE_KINDS), "a note template the test has no pattern for"
-    expected = NOTE_KINDS | {kind for kind, _, check in SOLUTION + STATEMENT if check}
+    expected = NOTE_KINDS | PROMPT_KINDS | {kind for kind, _, check in SOLUTION + STATEMENT if check}
     assert expected <= kinds, f"never met: {sorted(expected - kinds)}"
     types = {p.record["type"] for p in checked}
     assert types >= set(ALL_TYPES.split(","))

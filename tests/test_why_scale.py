@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pytest
@@ -279,3 +280,21 @@ def test_the_page_marks_students_from_their_own_values(tmp_path):
         marks = students.type_and_check(page, {problem_id: {"spread": students.texts(
             variance, variance, decimals)}}, [[problem_id, "b"]])
         assert marks[f"{problem_id} spread"][0] == "wrong" and "variance" in marks[f"{problem_id} (b)"]
+
+
+@pytest.mark.parametrize("decimals", ["2", "4"])
+def test_the_lessons_slopes_and_ratio_follow_from_the_numbers_it_prints(tmp_path, run_cli, decimals):
+    """The lesson's key: each slope is a(1 - a) of the weight as printed, the ratio the quotient of
+    the slopes as printed, each rounded half up, so that a calculator on the printed numbers
+    agrees (worked from the exact weights, 0.0066 / 0.1017 read 0.0654 beside them)."""
+    assert run_cli("--types", "why-scale", "--count", 30, "--seed", 5, "--decimals", decimals, "--format", "md",
+                   "--out", tmp_path / "o")[0] == 0
+    key = (tmp_path / "o" / "answers.md").read_text(encoding="utf-8")
+    unit = Decimal(1).scaleb(-int(decimals))
+    sentences = re.findall(r"rises from ([\d.]+) with the scale to ([\d.]+) without it.*?falls from "
+                           r"([\d.]+) with the scale to ([\d.]+) without it: .*? is ([\d.]+) times", key)
+    assert len(sentences) >= 10
+    for numbers in sentences:
+        a, b, s1, s2, ratio = map(Decimal, numbers)
+        assert [x.quantize(unit, ROUND_HALF_UP) for x in (a * (1 - a), b * (1 - b), s2 / s1)] == [
+            s1, s2, ratio], numbers

@@ -184,12 +184,12 @@ def problem_items(problem, decimals: int, quiz: str, rows: dict, language: Langu
                 if step.kind == "mask":  # M asked itself: 0 or −∞ typed, each entry alike
                     yield QuizItem(
                         f"{base}-{part.letter}-{step_index(part, step)}-{i + 1}-{j + 1}",
-                        f"{title} {entry_title(part, step, i, j)}", "short_answer_question",
+                        f"{title} {entry_title(part, step, i, j, language)}", "short_answer_question",
                         points.pop(0), problem, part, step, (i, j), what, forms=mask_forms(step, i, j))
                     continue
                 yield QuizItem(
                     f"{base}-{part.letter}-{step_index(part, step)}-{i + 1}-{j + 1}",
-                    f"{title} {entry_title(part, step, i, j)}"
+                    f"{title} {entry_title(part, step, i, j, language)}"
                     + (f" ({what})" if what != "every entry" else ""),
                     "numerical_question", points.pop(0), problem, part, step, (i, j), what, scale,
                     canvas_answer(step.numeric[i, j] * scale, tolerance[i, j] * scale))
@@ -371,7 +371,8 @@ def symbol_text(part, step) -> str:
     return plain_maths(written_symbol(part, step_index(part, step) - 1, step))
 
 
-def entry_title(part, step, i: int, j: int) -> str:
-    """An entry as the key's working names it: S_1[2,3] (entry (2, 3) of head 1's S)."""
+def entry_title(part, step, i: int, j: int, language: Language = ENGLISH) -> str:
+    """An entry as the key's working names it: S_1[2,3] (entry (2, 3) of head 1's S); S_1[2;3]
+    where the comma is the decimal mark ([2,3] would read as a number)."""
     symbol = written_symbol(part, step_index(part, step) - 1, step)
-    return f"{plain_entry_text(symbol)}[{i + 1},{j + 1}]"
+    return f"{plain_entry_text(symbol)}[{i + 1}{language.list_separator.strip()}{j + 1}]"

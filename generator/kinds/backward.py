@@ -137,8 +137,8 @@ def choice_parts(spec, solution) -> list[Part]:
 
 # Why 1/sqrt(d_k) keeps gradients alive, and what students think instead.
 WHY_SCALE = (
-    (N_("Softmax saturates: the nearer a row of weights is to one-hot, the smaller "
-     r"$A \odot (\mathrm{d}A - \operatorname{rowsum}(A \odot \mathrm{d}A))$ gets, so larger "
+    (N_("Softmax saturates: the nearer a row $a$ of weights is to one-hot, the smaller "
+     r"$a_j\,(\mathrm{d}a_j - \sum_k a_k\, \mathrm{d}a_k)$ gets, so larger "
      "scores pass back less gradient."), ""),
     (N_("Larger scores pass back more gradient: the gradient grows with the scores."),
      N_("the scores grow, but the gradient through softmax shrinks as the weights saturate")),
@@ -148,14 +148,16 @@ WHY_SCALE = (
 )
 
 
-# What reaches the values of a key that (almost) no query attends to.
+# What reaches the values of a key that (almost) no query attends to; %(key)s is its number.
 IGNORED = (
-    (N_(r"It is the smallest: row $j$ of $\mathrm{d}V = A^{\top} \mathrm{d}O$ adds up the rows of "
-     r"$\mathrm{d}O$, each times how much that query attends to key $j$, and all those weights "
+    (N_(r"It is the smallest: row %(key)s of $\mathrm{d}V = A^{\top} \mathrm{d}O$ adds up the rows of "
+     r"$\mathrm{d}O$, each times how much that query attends to key %(key)s, and all those weights "
      r"are small."), ""),
     (N_("It is the largest: the key nobody attends to has the most to learn."),
      N_("a value row only learns as much as it is used")),
-    (N_(r"It is row $j$ of $\mathrm{d}O$."), N_(r"that would need $A = I$")),
+    (N_(r"It is row %(key)s of $\mathrm{d}O$."),
+     N_(r"that would need column %(key)s of $A$ to be the unit vector $e_{%(key)s}$ (1 in row "
+        r"%(key)s, 0 elsewhere)")),
     (N_("It is exactly 0."), N_("small weights are not zero: a little gradient still arrives")),
 )
 
@@ -166,7 +168,8 @@ def ignored_key(spec, solution):
     key = least_attended_key(weights, solution.step("dV").numeric)
     if key is None:
         return None
-    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, weights.sum(axis=0)[key])
+    column = tuple(row[key] for row in solution.step("weights").entries)  # added up as printed
+    return shuffled_item("ignored-key", IGNORED, f"{spec.id}:dV"), (key, weights.sum(axis=0)[key], column)
 
 
 def least_attended_key(weights: np.ndarray, dv: np.ndarray) -> int | None:
@@ -197,8 +200,11 @@ def why_scale(spec, solution):
         return None
     row, raw, kept, lost = found
     item = shuffled_item("why-scale", WHY_SCALE, spec.id)
+    # the row of dS~ the key prints (every row, or the row asked) is added up as printed
+    printed = spec.row is None or (spec.row == row and spec.places is None)  # not from a rounded a
+    stated = solution.step("dscaled").entries[row] if printed else kept[row]
     return item, (row, solution.step("weights").numeric[row].max(), raw["weights"][row].max(),
-                  kept[row], lost[row])
+                  kept[row], lost[row], stated)
 
 
 def row_kept_alive(given: dict, dscaled: np.ndarray, mask: str):
@@ -291,22 +297,25 @@ def upstream_and_steps(rng, candidate, decimals: int) -> tuple[dict, dict] | Non
 
 register(QuestionType(
     "backward", backward_question, "Backpropagation through attention",
-    (SETUP.replace("{% if spec.from_embeddings %}", "{% if spec.from_embeddings and spec.row is none %}",
-                   1), GIVEN, "The forward pass gives", SHOWN,
+    # With ``row`` only V, A and dO are printed: the setup names V alone (Q and K are not given).
+    (SETUP.replace("{% if spec.from_embeddings %}", r"{% if spec.row is not none %}The rows of $V$ are the "
+                   r"values of {{ spec.n_keys }} {% if spec.n_keys == 1 %}key{% else %}keys{% endif %}; "
+                   r"{% elif spec.from_embeddings %}", 1), GIVEN, "The forward pass gives", SHOWN,
      r"A loss $L$ has the upstream gradient $\mathrm{d}O = \partial L / \partial O$ given above "
      r"(for $L = \sum_{ij} O_{ij} G_{ij}$ it is $G$). Push it back through the attention, one "
      r"gradient at a time, in order."),
-    choice="{{ choice }}",
-    keys={"why-scale": answer_with_slips(), "ignored-key": answer_with_slips()},
+    choice="{{ choice | filled(key=part.answer[0] + 1) }}",  # an ignored key's choices name it
+    keys={"why-scale": answer_with_slips(),
+          "ignored-key": answer_with_slips(filled=" | filled(key=part.answer[0] + 1)")},
     prompts={"why-scale": "{% if spec.cross %}Query{% else %}Token{% endif %} {{ part.answer[0] + 1 }}'s "
                           "largest weight is "
                           "${{ part.answer[1] | fixed }}$; without the scaling by "
                           "$1/\\sqrt{d_k}$ it would be ${{ part.answer[2] | fixed }}$, "
                           "and its row of $\\mathrm{d}\\tilde{S}$ would "
                           "add up (in size) to ${{ part.answer[4] | fixed }}$ instead of "
-                          "${{ part.answer[3] | fixed }}$. Why?",
+                          "${{ part.answer[5] | total(size=true) }}$. Why?",
              "ignored-key": "Key {{ part.answer[0] + 1 }} gets the least attention: its column of $A$ "
-                            "adds up to ${{ part.answer[1] | fixed }}$. What is true of row "
+                            "adds up to ${{ part.answer[2] | total }}$. What is true of row "
                             "{{ part.answer[0] + 1 }} of $\\mathrm{d}V$?",
              "drow": r"Now query {{ spec.row + 1 }} alone. {% if spec.places %}With $a$, row "
                      r"{{ spec.row + 1 }} of $A$ to {{ spec.places }} places as given above (work "

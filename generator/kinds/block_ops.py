@@ -325,8 +325,8 @@ def linear_first(w) -> str:
 
 LINEAR_OP = ops.Op(
     LINEAR, linear_exact, linear_numeric, linear_tolerance,
-    OpHint("entry (1, 1) is row 1 of ${{ a }}$ dotted with column 1 of ${{ b }}$, plus entry 1 of the "
-           "bias; the others likewise, the bias row added to every row.", linear_first),
+    OpHint("row 1 of ${{ a }}$ dotted with column 1 of ${{ b }}$, plus entry 1 of the bias, gives the "
+           "first entry; the others likewise, the bias row added to every row.", linear_first),
     linear_seconds, ops.working_templates(LINEAR), ops.script_file(LINEAR), shape=linear_shape,
     slips=linear_slips, sharp=True)
 

@@ -216,13 +216,14 @@ def shuffled_item(topic: str, reasons: tuple[tuple[str, str], ...], seed: str) -
                        tuple(reasons[k][1] for k in order))
 
 
-def answer_with_slips(why: str = "") -> str:
+def answer_with_slips(why: str = "", filled: str = "") -> str:
     """Prose for a choice's key: the right choice, why (prose, optional), and the slip behind
-    each wrong choice."""
+    each wrong choice; ``filled`` (a filter call, ``| filled(key=...)``) puts the values into
+    choices and slips whose messages name them."""
     return ("{% set item = part.item %}**Answer: ({{ 'ABCDEFGHIJKL'[item.answer] }})** "
-            "{{ item.choices[item.answer] }} " + why + " Where the others go wrong:{% for letter, "
-            "slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) {{ slip }}"
-            "{% if not loop.last %};{% else %}.{% endif %}{% endfor %}")
+            "{{ item.choices[item.answer]" + filled + " }} " + why + " Where the others go wrong:"
+            "{% for letter, slip in zip('ABCDEFGHIJKL', item.slips) if slip %} ({{ letter }}) "
+            "{{ slip" + filled + " }}{% if not loop.last %};{% else %}.{% endif %}{% endfor %}")
 
 
 # What a mask other than the causal one hides, in words (``masks``; its matrix M follows).

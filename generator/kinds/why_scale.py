@@ -356,13 +356,17 @@ VARIANCE_KEY = choice_key(DERIVATION)
 # The lesson's key: the slope a(1 - a) of the row's largest weight, where it falls (it does when
 # that weight is above 1/2 with the scale, as with two keys), and stalling only where the weight
 # without the scale is saturated (``SATURATED``): every sentence true of the problem's numbers.
+# Its slopes are worked from the weights as printed, and their ratio from the slopes as printed
+# (``as_printed``): a reader who checks the sentence on a calculator gets its numbers.
 LESSON_KEY = choice_key(
-    r"{% set f = part.answer %}Here it rises from ${{ f[2] | num }}$ with the scale to "
+    r"{% set f = part.answer %}{% set a, b = f[2] | as_printed, f[3] | as_printed %}"
+    r"{% set s1, s2 = (a * (1 - a)) | as_printed, (b * (1 - b)) | as_printed %}"
+    r"Here it rises from ${{ f[2] | num }}$ with the scale to "
     r"${{ f[3] | num }}$ without it, on key {{ f[1] + 1 }}.{% if f[5].value < f[4].value %} "
     r"The slope of that weight, "
-    r"$\partial a / \partial s = a(1 - a)$ for its own score, falls from ${{ f[4] | num }}$ with the "
-    r"scale to ${{ f[5] | num }}$ without it: the gradient that weight passes back to its score is "
-    r"${{ f[6] | num }}$ times as large without the scale{% if f[7] %}, and a softmax this near "
+    r"$\partial a / \partial s = a(1 - a)$ for its own score, falls from ${{ s1 }}$ with the "
+    r"scale to ${{ s2 }}$ without it: the gradient that weight passes back to its score is "
+    r"${{ (s2 / s1) | as_printed }}$ times as large without the scale{% if f[7] %}, and a softmax this near "
     r"one-hot passes back almost none: training through it stalls{% endif %}.{% endif %}")
 
 

@@ -34,7 +34,8 @@ def built_in(name: str, exact, numeric, tolerance, hint, seconds, drawn_by_own=T
 
 PRODUCT = built_in(
     "product", engine.product_op, crosscheck.numpy_product, marking.product_tolerance,
-    hints.OpHint("entry (1, 1) is {{ row }} 1 of ${{ a }}$ dotted with {{ col }} 1 of ${{ b }}$; "
+    # the first entry named once, by the working's Q[1,1] after it, not also as "entry (1, 1)"
+    hints.OpHint("{{ row }} 1 of ${{ a }}$ dotted with {{ col }} 1 of ${{ b }}$ gives the first entry; "
                  "the others likewise.", hints.product_first),
     paper.product_seconds, shape=steps.product_shape, slips=marking.product_slips)
 

@@ -131,6 +131,27 @@ def decimal_text(num: Num, decimals: int) -> str:
     return _unsigned_zero(text)
 
 
+def as_printed(value, decimals: int) -> Decimal:
+    """A number as the key prints it at ``decimals`` (a step's entry by ``decimal_text``, a figure
+    worked from such numbers rounded half up), to work on with: a note's figure worked from the
+    figures it prints beside it agrees with them, as a softmax's sum is of its exponentials as written."""
+    if isinstance(value, Num):
+        return Decimal(decimal_text(value, decimals))
+    return Decimal(value).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
+
+def total(values, decimals: int, size: bool = False) -> str:
+    """A sum a sentence states, at ``decimals`` places: of a measured value (a float, printed
+    nowhere else), or of printed entries (Nums) their sum as printed, so that it agrees with
+    what a student adds up on the page (as a softmax's sum is of its exponentials as written);
+    ``size`` adds their absolute values."""
+    if isinstance(values, (int, float)):
+        return f"{float(values):.{decimals}f}"
+    written = (Decimal(decimal_text(n, decimals)) for n in values if n is not None)
+    summed = sum((abs(d) if size else d for d in written), Decimal(0))
+    return f"{summed.quantize(Decimal(1).scaleb(-decimals)):f}"
+
+
 def _scaled(value: sympy.Rational, decimals: int, exact_here: bool) -> int:
     """|value|·10^decimals as a whole number: exact when the denominator divides 10^decimals,
     else rounded half away from zero (in integers: Decimal's division is not exact)."""

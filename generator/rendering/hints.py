@@ -152,9 +152,9 @@ class FirstEntry:
     @property
     def entry(self) -> str:
         """The line's own place: a row question's one row is row 3 of S̃, not row 1."""
-        line = self.line
+        line, comma = self.line, self.language.list_separator.strip()  # [1;2]: no number 1,2
         return (f"{fmt.plain_entry_symbol(self.step.name, self.head)}"
-                f"[{line.row + 1},{getattr(line, 'col', 0) + 1}]")
+                f"[{line.row + 1}{comma}{getattr(line, 'col', 0) + 1}]")
 
     def text(self, num) -> str:
         """An operand, as the key's line writes it (with the language's decimal mark)."""

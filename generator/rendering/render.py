@@ -441,6 +441,10 @@ def _prose_filters(renderer: ProseRenderer, decimals: int) -> dict:
                 num=lambda n: fmt.latex_number(n, decimals), tex=fmt.exact_latex,
                 # a measured value (a float, not a step's entry) to the shown decimals
                 fixed=lambda x: f"{float(x):.{decimals}f}",
+                total=lambda values, size=False: fmt.total(values, decimals, size),
+                as_printed=lambda value: fmt.as_printed(value, decimals),
+                # a sentence kept as data whose message has named values (a choice's %(key)s)
+                filled=lambda text, **values: renderer.translate(text) % values,
                 letter_index=lambda letter: "abcdefghijklmnopqrstuvwxyz".index(letter),
                 article=_article)
 
