@@ -79,8 +79,9 @@ class Language:
 
     def punctuation(self, mark: str) -> str:
         """A punctuation mark a template writes in text, after a formula: the language's own
-        (a full-width semicolon in Chinese), the mark itself elsewhere."""
-        return mark.translate(FULL_WIDTH_MARKS) if self.full_width else mark
+        (a full-width semicolon in Chinese, with no space after it: it holds its own), the mark
+        itself elsewhere."""
+        return mark.translate(FULL_WIDTH_MARKS).replace(" ", "") if self.full_width else mark
 
     @property
     def text_list_separator(self) -> str:
