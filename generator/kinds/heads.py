@@ -332,7 +332,7 @@ register(QuestionType(
                    "{% if loop.first %} of $Q$ and $K${% endif %} and {% if u > 1 %}columns {{ c }} to "
                    "{{ d }}{% else %}column {{ c }}{% endif %}{% if loop.first %} of $V${% endif %}"
                    "{% if not loop.last %}; {% endif %}{% endfor %}{% endif %} "
-                   "({{ (part.marks * 3 / part.steps | length) | int }} mark"
+                   "({{ (part.marks * 3 / part.steps | length) | int }}\u00a0mark"
                    "{% if not spec.head %} a head{% endif %}).",
           "projected": "{% if spec.places %}From $C$ with $O_1$ and $O_2$ to {{ spec.places }} "
                        "places, each product a short decimal times a whole number of $W_O$: $Y$ "

@@ -75,6 +75,12 @@ class Typesetting:
         return self.engine == "lualatex"
 
     @property
+    def bold_fallbacks(self) -> tuple[str, ...]:
+        """The same fallback families in bold (luaotfload's ``/B``), for bold text: a family
+        without a bold face (Symbola) gives its regular one."""
+        return tuple(font.replace(":", "/B:", 1) for font in self.fallbacks)
+
+    @property
     def trailer_id(self) -> NoEscape:
         """The PDF's /ID entry, for LuaTeX's ``\\pdfvariable trailerid``."""
         return NoEscape(f"[<{self.pdf_id}> <{self.pdf_id}>]")

@@ -37,6 +37,10 @@ PAGE = "page"  # the context (msgctxt) of the practice page script's messages
 TAG = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}")
 
 
+FULL_WIDTH_LANGUAGES = ("zh", "ja")
+FULL_WIDTH_MARKS = str.maketrans({",": "，", ";": "；", ":": "：", ".": "。", "(": "（", ")": "）"})
+
+
 @dataclass(frozen=True)
 class Language:
     """A document language: its tag, its decimal mark and its translations."""
@@ -66,6 +70,23 @@ class Language:
         """What separates the numbers of a list: a semicolon where the comma is the decimal mark
         (0,5; 0,25), as those languages write it."""
         return "; " if self.decimal == "," else ", "
+
+    @property
+    def full_width(self) -> bool:
+        """Whether the language punctuates its text with full-width marks (，；。), which hold
+        their own space: Chinese and Japanese."""
+        return self.tag.split("-")[0] in FULL_WIDTH_LANGUAGES
+
+    def punctuation(self, mark: str) -> str:
+        """A punctuation mark a template writes in text, after a formula: the language's own
+        (a full-width semicolon in Chinese, with no space after it: it holds its own), the mark
+        itself elsewhere."""
+        return mark.translate(FULL_WIDTH_MARKS).replace(" ", "") if self.full_width else mark
+
+    @property
+    def text_list_separator(self) -> str:
+        """What separates a list's formulas in text: ``list_separator``, or a full-width comma."""
+        return "，" if self.full_width else self.list_separator
 
     @property
     def direction(self) -> str:

@@ -584,7 +584,9 @@ def make_environment(user_templates: Path | None, language: Language = ENGLISH,
         **options)
     environment.install_gettext_translations(language.translations, newstyle=True)
     environment.globals.update(lang=language.tag, decimal_mark=language.decimal,
-                               list_separator=language.list_separator)
+                               list_separator=language.list_separator,
+                               text_list_separator=language.text_list_separator,
+                               punctuation=language.punctuation, full_width=language.full_width)
     environment.globals["zip"] = zip
     environment.filters["header_text"] = partial(header_text, gettext=language.gettext)
     # a sentence that starts a note's run of sentences, its first letter a capital (as printed:
