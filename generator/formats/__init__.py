@@ -108,9 +108,11 @@ def _practice(r: Rendering) -> dict:
     return render_practice(r.keys, r.info, r.templates, r.sink)
 
 
-def _practice_and_key(r: Rendering) -> dict:
+def _practice_and_key(r: Rendering) -> list[Job]:
+    """Two documents, each a job: in a class's run each reads the versions once, in step with
+    the others (``lockstep``), rather than one job reading them twice (solving each again)."""
     from generator.formats.answers import render_answers
-    return {**_practice(r), **render_answers(r.keys, r.info, r.templates, r.sink)}
+    return [partial(_practice, r), partial(render_answers, r.keys, r.info, r.templates, r.sink)]
 
 
 def _moodle(r: Rendering) -> dict:
@@ -123,7 +125,7 @@ def _qti(r: Rendering) -> dict:
     return {"qti.zip": render_qti(r.keys, r.info, r.templates, r.sink)}
 
 
-register(Driver("html", _practice_and_key,
+register(Driver("html", documents=_practice_and_key,
                 files=("practice.html", "answers.html"), folders=("practice",),
                 help="a self-check practice page, and the answer key as an accessible web page"))
 register(Driver("moodle", _moodle,
