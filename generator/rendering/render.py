@@ -235,6 +235,16 @@ def markdown_environment(decimals: int, user_templates: Path | None = None,
     return environment
 
 
+def words_need_unicode(language: Language) -> bool:
+    """Whether the language's translations bring characters pdflatex cannot typeset that their
+    English messages lack (Chinese: yes; German: no; a σ kept from the English does not count)."""
+    for message, translated in getattr(language.translations, "_catalog", {}).items():  # gettext's
+        english = message[0] if isinstance(message, tuple) else message  # (a plural: (id, n))
+        if isinstance(translated, str) and pdflatex_lacks(translated) - pdflatex_lacks(english):
+            return True
+    return False
+
+
 def latex_environment(decimals: int, user_templates: Path | None = None,
                       language: Language = ENGLISH) -> jinja2.Environment:
     """The Jinja environment of the LaTeX templates: delimiters TeX never writes, untrusted values
@@ -247,6 +257,9 @@ def latex_environment(decimals: int, user_templates: Path | None = None,
         comment_start_string="<#", comment_end_string="#>", finalize=_escape_untrusted,
         language=language)
     add_prose(environment, "latex", decimals, language)
+    # whether the language's own words need LuaLaTeX's fallback fonts at every size (see the
+    # preamble): a language written in another script prints them in maths' small sizes too
+    environment.globals["language_unicode"] = words_need_unicode(language)
     install_messages(environment, language, MESSAGE_PRINTER.print, _escape_untrusted, NoEscape)
     def number(num) -> NoEscape:
         return NoEscape(fmt.latex_number(num, decimals))
