@@ -46,7 +46,7 @@ def test_the_page_says_its_language_and_gives_its_script_the_messages(sites):
     language = page_json(sites["de"], "language")
     assert language["decimal"] == ","
     assert language["messages"]["too high"] == "zu hoch"
-    assert language["messages"]["{right} of {total} answers right"] == "{right} von {total} Antworten richtig"
+    assert language["messages"]["{right} of {total} answers right"] == ["{right} von {total} Antworten richtig"] * 2
     assert page_json(sites["en"], "language") is None  # English: the script's own words
     text = german.read_text()
     assert ">Prüfen</button>" in text and "Check</button>" not in text

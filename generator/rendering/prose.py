@@ -26,6 +26,7 @@ from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 from pylatexenc import latex2text
 
+from generator.rendering.language import N_
 from generator.rendering.teacher_text import cloze_braces
 
 PIECES = re.compile(r"\*\*(?P<bold>.+?)\*\*|\$(?P<math>[^$]+)\$", re.DOTALL)
@@ -227,6 +228,9 @@ PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": Html
 def mathml(tex: str) -> str:
     """TeX as inline MathML."""
     import latex2mathml.converter  # slow to import: only runs that write a page pay for it
+    # a word in upright maths (\mathrm{size}, A_{\mathrm{raw}}) as one <mtext>, which a screen
+    # reader says as a word: latex2mathml writes it as a letter per <mi> ("s i z e")
+    tex = UPRIGHT_WORDS.sub(r"\\text{\1}", tex)
     return latex2mathml.converter.convert(tex).replace(
         ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
 
@@ -298,6 +302,11 @@ def _spoken_tex(_, held: list) -> tuple:
              lambda m: hold(_("the sum over %(index)s of") % {"index": m[1]} + " ")),
             (re.compile(r"\^\{?\\top\}?"), lambda m: hold(" " + _("transpose"))),
             (re.compile(r"\\mathrm\{d\}"), lambda m: "d "),
+            # a row of a matrix, A_{3,:}: "row 3 of A" (not "A sub 3, colon"); a column, A_{:,2}
+            (re.compile(r"([A-Za-z])_\{(\w+),\s*:\}"),
+             lambda m: hold(_("row %(row)s of %(symbol)s") % {"row": m[2], "symbol": m[1]})),
+            (re.compile(r"([A-Za-z])_\{:,\s*(\w+)\}"),
+             lambda m: hold(_("column %(column)s of %(symbol)s") % {"column": m[2], "symbol": m[1]})),
             (re.compile(r"\\(partial|infty|odot|delta)(?![A-Za-z])"), lambda m: hold(said[m[1]])))
 
 
@@ -314,13 +323,20 @@ HELD = re.compile("\ue000(\\d+)\ue001")
 
 
 TEXT_IN_MATHS = re.compile(r"\\text\{([^{}]*?)(\s*)\}")
+UPRIGHT_WORD = re.compile(r"\\mathrm\{([A-Za-z]{2,})\}")
+UPRIGHT_WORDS = re.compile(r"\\mathrm\{([^\W\d_]{2,})\}")  # and translated: Größe, taille
+# The English words of symbols written in upright maths (\mathrm{size}, A_{\mathrm{raw}}),
+# marked here for the catalogue: said in the language wherever the symbol is printed as words
+# (a subscript that is notation, attn or LN, is no message and stays as written).
+SYMBOL_WORDS = (N_("size"), N_("raw"))
 
 
 def words_translated(tex: str, gettext=str) -> str:
     """TeX whose ``\\text{...}`` words (marked N_ where the code writes them: "the student's")
-    are said by ``gettext``."""
+    and upright words (\\mathrm{size}) are said by ``gettext``."""
     if gettext is str:
         return tex
+    tex = UPRIGHT_WORD.sub(lambda m: "\\mathrm{" + gettext(m[1]) + "}", tex)
     return TEXT_IN_MATHS.sub(lambda m: "\\text{" + gettext(m[1]) + m[2] + "}", tex)
 
 
