@@ -439,7 +439,7 @@
     if (!said) return;
     const notes = [...part.querySelectorAll(".grid-note")].map((note) => note.textContent);
     const text = [part.querySelector(".marks").textContent, ...notes, noteOf(part).textContent]
-      .map((s) => s.trim()).filter(Boolean).join(". ");
+      .map((s) => s.replace(/^\u2717\s*|[.\u3002]\s*$/g, "").trim()).filter(Boolean).join(". ");
     said.textContent = "";  // a second Check with the same result is said again
     window.setTimeout(() => { said.textContent = text; }, 50);
   }
