@@ -316,3 +316,30 @@ def test_a_row_of_a_matrix_and_an_upright_word_are_said_as_words():
     assert mathml(r"\mathrm{d}W") == mathml(r"\mathrm{d}W")  # a one-letter d stays notation
     assert words_translated(r"\mathrm{size}", french) == r"\mathrm{taille}"
     assert spoken(r"A_{\mathrm{raw}}", french) == "A indice brut"
+
+
+@pytest.mark.browser
+@NO_BROWSER
+def test_typing_changes_no_live_region_after_the_first_key(french, browser):
+    """Keystrokes are not announced: once an edit has taken a part's marks back, the next keys
+    change no live region (the score and the tally say nothing new)."""
+    page = open_practice(browser, french)
+    part = problem_of(page, "Auto-attention").locator(".part").first
+    box = part.locator("table.grid input").first
+    box.fill("1")
+    part.locator("button.check").click()
+    said(page, part)
+    box.press("End")
+    box.press("2")  # the first key: the marks are taken back
+    page.evaluate("""() => {
+      window.changes = [];
+      const seen = new MutationObserver((records) => records.forEach((r) => window.changes.push(
+        (r.target.closest ? r.target : r.target.parentElement).closest('[aria-live], [role=status]')?.className)));
+      document.querySelectorAll('[aria-live], [role=status]').forEach((region) =>
+        seen.observe(region, { childList: true, characterData: true, subtree: true }));
+    }""")
+    for key in "345":
+        box.press(key)
+    page.wait_for_timeout(150)
+    assert page.evaluate("window.changes") == []
+    page.close()

@@ -492,11 +492,15 @@
         score += Number(part.dataset.score || 0);
         marks += Number(part.dataset.marks);
       });
-      section.querySelector("h2 .score").textContent = t("score {score} of {marks}", { score: num(score.toFixed(1)), marks });
+      setText(section.querySelector("h2 .score"), t("score {score} of {marks}", { score: num(score.toFixed(1)), marks }));
       pageScore += score; pageMarks += marks;
     }
-    document.getElementById("page-score").textContent = t("Your score: {score} of {marks} marks", { score: num(pageScore.toFixed(1)), marks: pageMarks });
+    setText(document.getElementById("page-score"), t("Your score: {score} of {marks} marks", { score: num(pageScore.toFixed(1)), marks: pageMarks }));
   }
+
+  // A live region's text changed only when it says something new: a screen reader may say
+  // again a text set anew, as every keystroke of an edit would.
+  function setText(element, text) { if (element.textContent !== text) element.textContent = text; }
 
   // Marks follow the answers: an edit takes back its grid's marks, and those of every grid
   // that was marked against it (a later step carries the student's own values forward);
