@@ -311,11 +311,18 @@ def test_a_row_of_a_matrix_and_an_upright_word_are_said_as_words():
     french = language_of("fr").gettext
     assert spoken(r"A_{3,:} = [1, 2]") == "row 3 of A = [1, 2]"
     assert spoken(r"A_{3,:}", french) == "ligne 3 de A"
+    assert spoken(r"(A_{\mathrm{raw}})_{2,:} = [1]", french) == "ligne 2 de A indice brut = [1]"
+    assert spoken(r"\tilde{S}_{2,:}") == "row 2 of S tilde" and spoken(r"V_{:,1}") == "column 1 of V"
+    assert spoken(r"\mathrm{d}\tilde{S}_{2,:}") == "row 2 of d S tilde"
     assert "<mtext>size</mtext>" in mathml(r"\mathrm{size}") and "<mi>s</mi>" not in mathml(r"\mathrm{size}")
     assert "<mtext>raw</mtext>" in mathml(r"A_{\mathrm{raw}}")
     assert mathml(r"\mathrm{d}W") == mathml(r"\mathrm{d}W")  # a one-letter d stays notation
     assert words_translated(r"\mathrm{size}", french) == r"\mathrm{taille}"
     assert spoken(r"A_{\mathrm{raw}}", french) == "A indice brut"
+    from generator.rendering.prose import PRINTERS  # shown in the language too, as \\text{} words are
+    printed = PRINTERS["html"].with_words(french).print(r"la $\mathrm{size}$ et $A_{\mathrm{raw}} = B$")
+    assert "<mtext>taille</mtext>" in printed and "<mtext>brut</mtext>" in printed, printed
+    assert "size" not in printed and "raw" not in printed, printed
 
 
 @pytest.mark.browser
