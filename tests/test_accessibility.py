@@ -220,6 +220,8 @@ def test_check_says_the_tally_and_why_to_a_screen_reader(french, browser):
     total = boxes.count() + part.locator("input.shape").count()
     assert text.startswith(f"0 réponse juste sur {total}. "), text  # not "0 réponses justes"
     assert "trop" in text and "ligne 1, colonne 1" in text, text
+    assert re.search(r"\. Exercice \d \(a\), Q: trop .*\. Exercice \d \(a\), K: trop ", text), text  # which grid
+    assert "✗" not in text and ".." not in text, text
     table = part.locator("table.grid").first
     described = [page.locator(f"#{name}").text_content() for name in table.get_attribute("aria-describedby").split()]
     assert any("trop" in note for note in described), described

@@ -432,14 +432,20 @@
   }
 
   // What Check found, said by a screen reader (the part's live region, .said): the tally, where
-  // each grid is too high or too low, and the first message (a slip's explanation, why a
-  // choice is wrong). Said on Check only: an edit changes the visible tally, silently.
+  // each grid is too high or too low (named, where the part has several), and the first
+  // message (a slip's explanation, why a choice is wrong). Said on Check only: an edit
+  // changes the visible tally, silently.
   function announce(part) {
     const said = part.querySelector(".said");
     if (!said) return;
-    const notes = [...part.querySelectorAll(".grid-note")].map((note) => note.textContent);
+    const several = part.querySelectorAll("table.grid").length > 1;
+    const notes = [...part.querySelectorAll(".grid-note")].map((note) => {
+      const text = note.textContent.replace(/^\u2717\s*/, "").trim();
+      const label = note.previousElementSibling.querySelector("table.grid").dataset.label;
+      return text && several ? `${label}: ${text}` : text;
+    });
     const text = [part.querySelector(".marks").textContent, ...notes, noteOf(part).textContent]
-      .map((s) => s.replace(/^\u2717\s*|[.\u3002]\s*$/g, "").trim()).filter(Boolean).join(". ");
+      .map((s) => s.replace(/[.\u3002]\s*$/, "").trim()).filter(Boolean).join(". ");
     said.textContent = "";  // a second Check with the same result is said again
     window.setTimeout(() => { said.textContent = text; }, 50);
   }
