@@ -41,7 +41,8 @@ LATEX_DELIMITERS = {"block_start_string": "<%", "block_end_string": "%>",
                     "comment_start_string": "<#", "comment_end_string": "#>",
                     "trim_blocks": "true", "lstrip_blocks": "true"}
 JINJA = "jinja2.ext:babel_extract"
-KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2), "t": None}
+KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2), "t": None,
+            "tn": (1, 2)}
 
 
 def template_messages():

@@ -6,6 +6,7 @@ each language; and the key's accessibility tree reads one problem in the order i
 axe-core comes from the npm registry: scripts/setup.sh (FOR_TESTS=1) installs it into the
 environment's folder, .venv/axe."""
 
+import json
 import os
 import re
 import sys
@@ -113,7 +114,8 @@ def accessibility_tree(page) -> list[tuple[int, str, str]]:
         if shown:
             role = node.get("role", {}).get("value", "")
             name = " ".join(node.get("name", {}).get("value", "").split())  # no-break spaces too
-            name = name.replace(" ,", ",")  # "Q , 3 by 4": the caption's maths, then its words
+            if role != "table":  # "Q = XW sub Q , shape 3 × 4": a heading's maths, then its words
+                name = name.replace(" ,", ",")  # (a table's caption is one text: "Q, 3 by 4")
             read.append((depth, "math" if role == "MathMLMath" else role, name))
         for child in node.get("childIds", []):
             if child in nodes:
@@ -169,3 +171,184 @@ def test_a_teachers_template_folder_replaces_the_key_pages_layout(tmp_path):
                  str(tmp_path / "mine"), "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "answers.html").read_text() == (
         '<html lang="en"><title>Key: Scaled dot-product self-attention</title>2</html>\n')
+
+
+@pytest.fixture(scope="module")
+def french(tmp_path_factory):
+    """A French set (issue 36's blind student): a count of parameters (whole numbers in the
+    thousands), a multiple choice of concepts, and self-attention step by step."""
+    from generator.cli import main
+    out = tmp_path_factory.mktemp("a11y-fr")
+    assert main(["--seed", "1", "--count", "3", "--types", "counting,concept,full", "--difficulty",
+                 "hard", "--lang", "fr", "--format", "html", "--out", str(out)]) == 0
+    return out
+
+
+def open_practice(browser, site):
+    page = browser.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.goto((site / "practice.html").as_uri())
+    return page
+
+
+def problem_of(page, title_start):
+    return page.locator("section.problem", has=page.locator(f"h2:text-matches('^Exercice \\\\d+ : {title_start}')"))
+
+
+def said(page, part):
+    """What a screen reader is told of a part after Check: its live region's text, once set."""
+    region = part.locator("[role=status]")
+    page.wait_for_function("(region) => region.textContent.length > 0", arg=region.element_handle())
+    return region.text_content()
+
+
+@pytest.mark.browser
+@NO_BROWSER
+def test_check_says_the_tally_and_why_to_a_screen_reader(french, browser):
+    """After Check a screen reader hears the tally (in French, singular for 0 and 1), where the
+    grid is too high or too low and the first message (a slip's explanation); the grid is
+    described by its note; an edit changes no live region (nothing said per keystroke)."""
+    page = open_practice(browser, french)
+    part = problem_of(page, "Auto-attention").locator(".part").first
+    boxes = part.locator("table.grid input")
+    assert part.locator("input.shape").count() <= 3
+    for k in range(boxes.count()):
+        boxes.nth(k).fill("1")
+    part.locator("button.check").click()
+    text = said(page, part)
+    total = boxes.count() + part.locator("input.shape").count()
+    assert text.startswith(f"0 réponse juste sur {total}. "), text  # not "0 réponses justes"
+    assert "trop" in text and "ligne 1, colonne 1" in text, text
+    assert re.search(r"\. Exercice \d \(a\), Q: trop .*\. Exercice \d \(a\), K: trop ", text), text  # which grid
+    assert "✗" not in text and ".." not in text, text
+    table = part.locator("table.grid").first
+    described = [page.locator(f"#{name}").text_content() for name in table.get_attribute("aria-describedby").split()]
+    assert any("trop" in note for note in described), described
+    # two right: the French plural
+    key = json.loads(page.locator("#answers").text_content())["problems"]
+    problem = problem_of(page, "Auto-attention").get_attribute("data-problem")
+    values = key[problem]["steps"]["a0"]["values"]
+    boxes.nth(0).fill(str(values[0][0]).replace(".", ","))
+    boxes.nth(1).fill(str(values[0][1]).replace(".", ","))
+    assert part.locator("[role=status]").text_content() == text  # an edit says nothing new
+    part.locator("button.check").click()
+    page.wait_for_function("(region) => region.textContent.startsWith('2 ')", arg=part.locator("[role=status]").element_handle())
+    assert part.locator(".marks").text_content() == f"2 réponses justes sur {total}"
+    # the live region is in the accessibility tree, with its text
+    tree = accessibility_tree(page)
+    assert any(role == "status" and name.startswith("2 réponses justes") for _, role, name in tree) or any(
+        role == "StaticText" and name.startswith("2 réponses justes sur") for _, role, name in tree)
+    assert not page.errors
+    page.close()
+
+
+@pytest.mark.browser
+@NO_BROWSER
+def test_a_wrong_choice_says_why(french, browser):
+    """A wrong option chosen is said wrong, with the slip behind it (the key's "where the
+    others go wrong"), shown and announced; a right one says no slip."""
+    page = open_practice(browser, french)
+    problem = problem_of(page, "Point de contrôle")
+    answers = json.loads(page.locator("#answers").text_content())["problems"][problem.get_attribute("data-problem")]["answers"]
+    part = problem.locator(".part").first
+    wrong = next(k for k in range(part.locator("input[type=radio]").count()) if k != answers[part.get_attribute("data-part")])
+    slip = part.locator("label").nth(wrong).locator(".slip").text_content()
+    assert slip.strip()
+    part.locator("input[type=radio]").nth(wrong).check()
+    part.locator("button.check").click()
+    letter = "ABCDEFGHIJKL"[wrong]
+    message = part.locator(".message").text_content()
+    assert message == f"votre choix ({letter}) est faux : {slip.strip()}", message
+    assert part.locator(".message").is_visible()
+    assert said(page, part) == f"0 réponse juste sur 1. {message}"
+    assert not page.errors
+    page.close()
+
+
+@pytest.mark.browser
+@NO_BROWSER
+def test_a_given_matrix_is_read_by_its_name_and_its_rows(french, browser):
+    page = open_practice(browser, french)
+    tree = accessibility_tree(page)
+    page.close()
+    images = [name for _, role, name in tree if role == "image"]
+    x = next(name for name in images if name.startswith("X, "))
+    rows, columns = map(int, re.match(r"X, (\d+) par (\d+)\. ", x).groups())
+    said = re.findall(r"ligne (\d+): ([^.]+(?:\.(?! )[^.]*)*)", x)  # 0,84; −0,19 (a decimal comma)
+    assert [int(k) for k, _ in said] == list(range(1, rows + 1)), x
+    assert all(re.fullmatch(r"−?\d+(,\d+)?(; −?\d+(,\d+)?)*", row) and row.count(";") == columns - 1
+               for _, row in said), x
+    assert any(name.startswith("W indice Q, ") for name in images), images
+
+
+@pytest.mark.browser
+@NO_BROWSER
+def test_a_count_typed_with_a_comma_says_how_it_was_read(french, browser):
+    """On a French page 1,280 in a grid of whole numbers is a decimal (1,28): the page says
+    how it read it and how to write thousands."""
+    page = open_practice(browser, french)
+    problem = problem_of(page, "Compter")
+    key = json.loads(page.locator("#answers").text_content())["problems"][problem.get_attribute("data-problem")]
+    step, count = next((name, int(grid["values"][0][0])) for name, grid in key["steps"].items()
+                       if 1000 <= grid["values"][0][0] < 1000000 and grid["values"][0][0] % 1000)
+    grid = problem.locator(f"table.grid[data-step={step}]")
+    part = grid.locator("xpath=ancestor::div[contains(@class, 'part')]")
+    grid.locator("input").fill(f"{count // 1000},{count % 1000:03d}")
+    part.locator("button.check").click()
+    shown = f"{count / 1000:g}".replace(".", ",")
+    assert part.locator(".message").text_content() == (
+        f"lu comme {shown} ; écrivez les milliers sans séparateur ou avec une espace")
+    grid.locator("input").fill(f"{count // 1000} {count % 1000:03d}")  # as it says: right
+    part.locator("button.check").click()
+    assert grid.locator("td").first.get_attribute("data-mark") == "right"
+    page.close()
+
+
+def test_a_row_of_a_matrix_and_an_upright_word_are_said_as_words():
+    """A_{3,:} is "row 3 of A" (not "A sub 3, colon"), in the language; \\mathrm{size} is one word
+    (<mtext>, not a letter per <mi>), and size and raw are said in the language."""
+    from generator.rendering.language import language_of
+    from generator.rendering.prose import mathml, spoken, words_translated
+    french = language_of("fr").gettext
+    assert spoken(r"A_{3,:} = [1, 2]") == "row 3 of A = [1, 2]"
+    assert spoken(r"A_{3,:}", french) == "ligne 3 de A"
+    assert spoken(r"(A_{\mathrm{raw}})_{2,:} = [1]", french) == "ligne 2 de A indice brut = [1]"
+    assert spoken(r"\tilde{S}_{2,:}") == "row 2 of S tilde" and spoken(r"V_{:,1}") == "column 1 of V"
+    assert spoken(r"\mathrm{d}\tilde{S}_{2,:}") == "row 2 of d S tilde"
+    assert "<mtext>size</mtext>" in mathml(r"\mathrm{size}") and "<mi>s</mi>" not in mathml(r"\mathrm{size}")
+    assert "<mtext>raw</mtext>" in mathml(r"A_{\mathrm{raw}}")
+    assert mathml(r"\mathrm{d}W") == mathml(r"\mathrm{d}W")  # a one-letter d stays notation
+    assert words_translated(r"\mathrm{size}", french) == r"\mathrm{taille}"
+    assert spoken(r"A_{\mathrm{raw}}", french) == "A indice brut"
+    from generator.rendering.prose import PRINTERS  # shown in the language too, as \\text{} words are
+    printed = PRINTERS["html"].with_words(french).print(r"la $\mathrm{size}$ et $A_{\mathrm{raw}} = B$")
+    assert "<mtext>taille</mtext>" in printed and "<mtext>brut</mtext>" in printed, printed
+    assert "size" not in printed and "raw" not in printed, printed
+
+
+@pytest.mark.browser
+@NO_BROWSER
+def test_typing_changes_no_live_region_after_the_first_key(french, browser):
+    """Keystrokes are not announced: once an edit has taken a part's marks back, the next keys
+    change no live region (the score and the tally say nothing new)."""
+    page = open_practice(browser, french)
+    part = problem_of(page, "Auto-attention").locator(".part").first
+    box = part.locator("table.grid input").first
+    box.fill("1")
+    part.locator("button.check").click()
+    said(page, part)
+    box.press("End")
+    box.press("2")  # the first key: the marks are taken back
+    page.evaluate("""() => {
+      window.changes = [];
+      const seen = new MutationObserver((records) => records.forEach((r) => window.changes.push(
+        (r.target.closest ? r.target : r.target.parentElement).closest('[aria-live], [role=status]')?.className)));
+      document.querySelectorAll('[aria-live], [role=status]').forEach((region) =>
+        seen.observe(region, { childList: true, characterData: true, subtree: true }));
+    }""")
+    for key in "345":
+        box.press(key)
+    page.wait_for_timeout(150)
+    assert page.evaluate("window.changes") == []
+    page.close()

@@ -46,7 +46,7 @@ def test_the_page_says_its_language_and_gives_its_script_the_messages(sites):
     language = page_json(sites["de"], "language")
     assert language["decimal"] == ","
     assert language["messages"]["too high"] == "zu hoch"
-    assert language["messages"]["{right} of {total} answers right"] == "{right} von {total} Antworten richtig"
+    assert language["messages"]["{right} of {total} answers right"] == ["{right} von {total} Antworten richtig"] * 2
     assert page_json(sites["en"], "language") is None  # English: the script's own words
     text = german.read_text()
     assert ">Prüfen</button>" in text and "Check</button>" not in text
@@ -107,7 +107,7 @@ def test_a_german_page_marks_a_decimal_comma_and_says_its_feedback_in_german(sit
                 page.locator(f"section[data-problem={WHY_SCALE}] h2 .score").text_content(),
                 spread.locator("input.wrong").get_attribute("aria-description")]
         assert said[0] == "1 von 2 Antworten richtig" and said[1] == "\u2717 zu niedrig: Zeile 1, Spalte 1.", said
-        assert re.fullmatch(r"Ihre Punktzahl: \d+,\d von \d+ Punkten", said[2]), said
+        assert re.fullmatch(r"Ihre Punktzahl: \d+,\d von \d+\u00a0Punkten", said[2]), said
         check(spread, "b0", ["sqrt(", "1"])  # an unreadable entry: the message says how to type
         said.append(spread.locator(".message").text_content())
         assert said[-1].startswith("„sqrt(“ nicht lesbar") and "0,25" in said[-1], said

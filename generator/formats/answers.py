@@ -121,7 +121,7 @@ class KeyPrinter(HtmlPrinter):
         shown = [tex for side in relation_breaks(piece.tex) for tex in line_breaks(side)]
         if len(shown) == 1:
             return super()._print_Math(piece)
-        joined = "\u200b".join(f'<span class="m">{self.comma_mathml(hidden_mathml(tex))}</span>'
+        joined = "\u200b".join(f'<span class="m">{self.comma_mathml(hidden_mathml(tex, self.words))}</span>'
                                for tex in shown)
         label = html.escape(self.comma_spoken(spoken(piece.tex, self.words)))
         return f'<span role="math" aria-label="{label}">{joined}</span>'

@@ -405,6 +405,16 @@ def entry_chars(step, decimals: int) -> int:
     return max([longest(n) for row in step.entries for n in row if n.value != -math.inf] + [4])
 
 
+def matrix_words(name: str, rows: list[list[str]], gettext=str, decimal: str = ".") -> str:
+    """A matrix in words for its accessible name: its name, its shape, then row by row, its
+    entries apart by commas, or by semicolons where a comma is the decimal mark (0,5; −1,25)."""
+    shape = gettext("%(rows)s by %(columns)s") % {"rows": len(rows), "columns": len(rows[0])}
+    apart = "; " if decimal == "," else ", "
+    said = ". ".join(gettext("row %(row)s") % {"row": i} + ": " + apart.join(row).replace("-", "\u2212")
+                     for i, row in enumerate(rows, 1))
+    return f"{name}, {shape}. {said}"
+
+
 def web_environment(decimals: int, user_templates: Path | None, prose: str,
                     language: Language = ENGLISH):
     """The Markdown environment, escaping HTML, with prose printed for the page (MathML) or
@@ -444,6 +454,11 @@ def web_environment(decimals: int, user_templates: Path | None, prose: str,
         grid_label=partial(grid_label, gettext=language.gettext), written_symbol=written_symbol,
         first_row=first_row, direction=language.direction,
         widened_example=lambda items: widened_example(items, decimals, language.number))
+    # a given matrix's accessible name on the page, its rows said apart (MathML is read flat):
+    # "X, 3 by 3. row 1: 0, 1, 1. row 2: ..."
+    environment.filters["matrix_words"] = lambda step, symbol: matrix_words(
+        spoken(symbol, language.gettext), [[number(n) for n in row] for row in step.entries],
+        language.gettext, language.decimal)
     environment.filters["strong"] = lambda text: Markup(STRONG.sub(r"<b>\1</b>", str(text)))
     environment.filters["entry_chars"] = lambda step: entry_chars(step, decimals)
     environment.globals["moodle_gaps"] = lambda question: moodle_gaps(question, decimals)

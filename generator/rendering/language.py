@@ -191,8 +191,15 @@ def _loaded(tag: str, path: Path, _modified: int) -> Language:
     buffer = io.BytesIO()
     write_mo(buffer, catalogue)
     buffer.seek(0)
-    page = {message.id: message.string for message in catalogue
-            if message.context == PAGE and message.id and message.string}
+    page = {}  # a plural (practice.js's tn) as the list of its forms, under its singular
+    for message in catalogue:
+        if message.context != PAGE or not message.id or not all(
+                message.string if message.pluralizable else [message.string]):
+            continue
+        if message.pluralizable:
+            page[message.id[0]] = list(message.string)
+        else:
+            page[message.id] = message.string
     return Language(tag, decimal_mark(tag), Translations(buffer), page)
 
 

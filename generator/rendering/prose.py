@@ -26,6 +26,7 @@ from markupsafe import Markup
 from pylatex.utils import NoEscape, escape_latex
 from pylatexenc import latex2text
 
+from generator.rendering.language import N_
 from generator.rendering.teacher_text import cloze_braces
 
 PIECES = re.compile(r"\*\*(?P<bold>.+?)\*\*|\$(?P<math>[^$]+)\$", re.DOTALL)
@@ -158,7 +159,7 @@ class HtmlPrinter(Printer):
         # a browser breaks no MathML: each side of an = is a formula of its own, so that a
         # line may break after the =, as TeX breaks maths in a paragraph; read as one formula.
         # The break is a zero-width space, not <wbr>: Canvas's sanitiser drops a <wbr> tag.
-        shown = "\u200b".join(f'<span class="m">{self.comma_mathml(hidden_mathml(tex))}</span>'
+        shown = "\u200b".join(f'<span class="m">{self.comma_mathml(hidden_mathml(tex, self.words))}</span>'
                               for tex in sides)
         label = html.escape(self.comma_spoken(spoken(piece.tex, self.words)))
         return f'<span role="math" aria-label="{label}">{shown}</span>'
@@ -227,6 +228,9 @@ PRINTERS = {"latex": LatexPrinter(), "markdown": MarkdownPrinter(), "html": Html
 def mathml(tex: str) -> str:
     """TeX as inline MathML."""
     import latex2mathml.converter  # slow to import: only runs that write a page pay for it
+    # a word in upright maths (\mathrm{size}, A_{\mathrm{raw}}) as one <mtext>, which a screen
+    # reader says as a word: latex2mathml writes it as a letter per <mi> ("s i z e")
+    tex = UPRIGHT_WORDS.sub(r"\\text{\1}", tex)
     return latex2mathml.converter.convert(tex).replace(
         ' xmlns="http://www.w3.org/1998/Math/MathML" display="inline"', "")
 
@@ -285,6 +289,11 @@ _TO_TEXT = latex2text.LatexNodes2Text(math_mode="text", latex_context=_plain_tex
 # catalogue (``_``: the language's gettext), said in the page's language; the words put in
 # at the TeX stage are held as placeholders through the text stage, so that an apostrophe or
 # a hyphen of a translation is not read as a prime or a minus.
+# what a row or column slice is taken of: A, A', \tilde{S}, a gradient (\mathrm{d}\tilde{S}), or
+# a symbol in brackets, (A_{\mathrm{raw}})
+SLICED = r"(\((?:[^()]|\([^()]*\))*\)|(?:\\mathrm\{d\}\s*)?(?:\\[a-z]+\{\w\}|[A-Za-z])'*)"
+
+
 def _spoken_tex(_, held: list) -> tuple:
     def hold(words: str) -> str:
         held.append(words)
@@ -292,7 +301,15 @@ def _spoken_tex(_, held: list) -> tuple:
     said = {"partial": _("partial") + " ", "infty": _("infinity"),
             "odot": " " + _("elementwise times") + " ", "delta": _("delta")}
     accent = {"tilde": _("tilde"), "hat": _("hat")}
-    return ((re.compile(r"\\(tilde|hat)\{(\w)\}"), lambda m: f"{m[2]} {hold(accent[m[1]])}"),
+    slices = (  # said first: \tilde{S}_{2,:} is a slice of S̃
+        # a row of a matrix, A_{3,:}: "row 3 of A" (not "A sub 3, colon"); a column, A_{:,2}
+        (re.compile(SLICED + r"_\{(\w+),\s*:\}"), lambda m: hold(_("row %(row)s of %(symbol)s") % {
+            "row": m[2], "symbol": spoken(m[1].removeprefix("(").removesuffix(")"), _)})),
+        (re.compile(SLICED + r"_\{:,\s*(\w+)\}"), lambda m: hold(_("column %(column)s of %(symbol)s") % {
+            "column": m[2], "symbol": spoken(m[1].removeprefix("(").removesuffix(")"), _)})),
+    )
+    return (*slices,
+            (re.compile(r"\\(tilde|hat)\{(\w)\}"), lambda m: f"{m[2]} {hold(accent[m[1]])}"),
             (re.compile(r"\\sqrt\{([^{}]*)\}"), lambda m: hold(_("the square root of") + " ") + m[1]),
             (re.compile(r"\\sum_\{?(\w+)\}?"),
              lambda m: hold(_("the sum over %(index)s of") % {"index": m[1]} + " ")),
@@ -314,13 +331,20 @@ HELD = re.compile("\ue000(\\d+)\ue001")
 
 
 TEXT_IN_MATHS = re.compile(r"\\text\{([^{}]*?)(\s*)\}")
+UPRIGHT_WORD = re.compile(r"\\mathrm\{([A-Za-z]{2,})\}")
+UPRIGHT_WORDS = re.compile(r"\\mathrm\{([^\W\d_]{2,})\}")  # and translated: Größe, taille
+# The English words of symbols written in upright maths (\mathrm{size}, A_{\mathrm{raw}}),
+# marked here for the catalogue: said in the language wherever the symbol is printed as words
+# (a subscript that is notation, attn or LN, is no message and stays as written).
+SYMBOL_WORDS = (N_("size"), N_("raw"))
 
 
 def words_translated(tex: str, gettext=str) -> str:
     """TeX whose ``\\text{...}`` words (marked N_ where the code writes them: "the student's")
-    are said by ``gettext``."""
+    and upright words (\\mathrm{size}) are said by ``gettext``."""
     if gettext is str:
         return tex
+    tex = UPRIGHT_WORD.sub(lambda m: "\\mathrm{" + gettext(m[1]) + "}", tex)
     return TEXT_IN_MATHS.sub(lambda m: "\\text{" + gettext(m[1]) + m[2] + "}", tex)
 
 
@@ -339,15 +363,17 @@ def spoken(tex: str, gettext=str) -> str:
     return re.sub(r"\s{2,}", " ", text).strip()
 
 
-def hidden_mathml(tex: str) -> str:
-    """MathML left out of the accessibility tree: a piece of a formula labelled as a whole."""
-    return mathml(tex).replace("<math>", '<math aria-hidden="true">', 1)
+def hidden_mathml(tex: str, gettext=str) -> str:
+    """MathML left out of the accessibility tree: a piece of a formula labelled as a whole; its
+    words (\\text{}, \\mathrm{size}) in the language of ``gettext``."""
+    return mathml(words_translated(tex, gettext)).replace("<math>", '<math aria-hidden="true">', 1)
 
 
 def labelled_mathml(tex: str, gettext=str) -> str:
     """MathML that keeps its maths in the accessible name of what holds it (a heading, a
     caption): the spoken form (in the language of ``gettext``) as its label."""
-    return mathml(tex).replace("<math>", f'<math aria-label="{html.escape(spoken(tex, gettext))}">', 1)
+    label = html.escape(spoken(tex, gettext))
+    return mathml(words_translated(tex, gettext)).replace("<math>", f'<math aria-label="{label}">', 1)
 
 
 class ProseRenderer:

@@ -17,8 +17,19 @@
     const block = document.getElementById("language");
     return block ? JSON.parse(block.textContent) : { decimal: ".", messages: {} };
   })();
-  const t = (message, values = {}) => (language.messages[message] || message)
-    .replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+  const fill = (text, values) => text.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+  const t = (message, values = {}) => fill(language.messages[message] || message, values);
+  // A message with a plural (tn("{n} answer", "{n} answers", n)): the catalogue's forms, in the
+  // order of its Plural-Forms (one; many; other, as CLDR names them), picked by the language's
+  // own rule (Intl.PluralRules): French says "0 réponse juste", English "0 answers right".
+  const pluralRule = new Intl.PluralRules(language.tag || "en");
+  const FORMS = { 1: ["other"], 2: ["one", "other"], 3: ["one", "many", "other"] };
+  function tn(singular, plural, n, values = {}) {
+    const forms = language.messages[singular];
+    if (!Array.isArray(forms)) return fill(n === 1 ? singular : plural, { ...values, n });
+    const at = FORMS[forms.length] ? FORMS[forms.length].indexOf(pluralRule.select(n)) : -1;
+    return fill(forms[at < 0 ? forms.length - 1 : at], { ...values, n });
+  }
   const num = (value) => String(value).replace(".", language.decimal);
 
   // A typed entry: {value, places} or {error}; "" is blank. Accepts 0.5, +0.5, 1., .5, -inf, 1/3,
@@ -222,6 +233,11 @@
         const target = Number.isFinite(expected[i][j]) ? expected[i][j] : step.values[i][j];
         const off = entry.value - target;
         right += ok ? 1 : 0;
+        // a count typed 9,408 on a page whose decimal mark is a comma reads as 9.408: say so
+        if (!ok && whole && !Number.isInteger(entry.value) && /\d,\d{3}(?!\d)/.test(input.value)) {
+          messages.add(t("read as {value}: write thousands without a separator or with a space",
+            { value: num(entry.value) }));
+        }
         short = short || (!ok && !whole && [target, step.values[i][j]].some((v) => cutShort(entry, v)));
         setMark(td, input, ok ? "right" : "wrong", ok ? "" : (off > 0 ? t("too high") : t("too low")),
           ok ? null : (off > 0 ? "high" : "low"));
@@ -344,11 +360,20 @@
     });
   }
 
-  function checkChoice(section, part, problem) {
+  // A wrong choice says so, and why where the key knows the slip behind it (its .slip, the
+  // key's "where the others go wrong" for that option), in the part's message.
+  function checkChoice(section, part, problem, messages) {
     const chosen = part.querySelector("input[type=radio]:checked");
     const ok = chosen !== null && rightChoices(section, part, problem).includes(Number(chosen.value));
     unmarkChoices(part);
     if (chosen) markChoice(chosen.closest("label"), ok ? "right" : "wrong");
+    if (chosen && !ok) {
+      const letter = "ABCDEFGHIJKL"[Number(chosen.value)];
+      const slip = chosen.closest("label").querySelector(".slip");
+      const why = slip ? slip.textContent.trim() : "";
+      messages.add(why ? t("your choice ({letter}) is wrong: {why}", { letter, why })
+        : t("your choice ({letter}) is wrong", { letter }));
+    }
     return [ok ? 1 : 0, 1];
   }
 
@@ -362,7 +387,7 @@
       right += r; total += t; unread += u;
     });
     if (part.querySelector("input[type=radio]")) {
-      const [r, t] = checkChoice(section, part, problem);
+      const [r, t] = checkChoice(section, part, problem, messages);
       right += r; total += t;
     }
     part.querySelectorAll("input.shape").forEach((input) => {
@@ -373,9 +398,13 @@
     part.dataset.score = total ? String(Number(part.dataset.marks) * right / total) : "0";
     const marks = part.querySelector(".marks");
     // the tally counts answers (boxes, shapes, a choice), not marks: [3 marks] may have 2 boxes
+    // (English agrees with the total, "0 of 9 answers"; French with the answers right, "0 réponse
+    // juste sur 9": the plural's forms are picked by the count right, English's two the same)
     marks.textContent = total ? (total === 1 ? t("{right} of 1 answer right", { right })
-      : t("{right} of {total} answers right", { right, total })) + (right === total ? " \u2713" : "") : "";
+      : tn("{right} of {total} answers right", "{right} of {total} answers right", right, { right, total }))
+      + (right === total ? " \u2713" : "") : "";
     noteOf(part).textContent = cut([...messages][0] || "", 300);
+    if (!quiet) announce(part);
     part.dataset.state = "checked";
     remember(section, part, true);
     if (!quiet) { recheckAfter(section, part); updateScores(); }
@@ -383,8 +412,42 @@
 
   function noteOf(part) {
     let note = part.querySelector(".message");
-    if (!note) { note = document.createElement("p"); note.className = "message"; part.querySelector(".actions").before(note); }
+    if (!note) {
+      note = document.createElement("p"); note.className = "message"; note.id = idOf(part, "message");
+      part.querySelector(".actions").before(note);
+      describe(part.querySelectorAll("table.grid, fieldset"), note.id);
+    }
     return note;
+  }
+
+  // An element's id, made from its part's (problem id and letter): a grid's note, a part's message.
+  const idOf = (part, what, k = "") => `${part.closest("section").dataset.problem}-${part.dataset.part}-${what}${k}`;
+
+  // Elements described by a note too (aria-describedby): a grid by its note and its part's message.
+  function describe(elements, id) {
+    elements.forEach((element) => {
+      const ids = (element.getAttribute("aria-describedby") || "").split(" ").filter(Boolean);
+      if (!ids.includes(id)) element.setAttribute("aria-describedby", [...ids, id].join(" "));
+    });
+  }
+
+  // What Check found, said by a screen reader (the part's live region, .said): the tally, where
+  // each grid is too high or too low (named, where the part has several), and the first
+  // message (a slip's explanation, why a choice is wrong). Said on Check only: an edit
+  // changes the visible tally, silently.
+  function announce(part) {
+    const said = part.querySelector(".said");
+    if (!said) return;
+    const several = part.querySelectorAll("table.grid").length > 1;
+    const notes = [...part.querySelectorAll(".grid-note")].map((note) => {
+      const text = note.textContent.replace(/^\u2717\s*/, "").trim();
+      const label = note.previousElementSibling.querySelector("table.grid").dataset.label;
+      return text && several ? `${label}: ${text}` : text;
+    });
+    const text = [part.querySelector(".marks").textContent, ...notes, noteOf(part).textContent]
+      .map((s) => s.replace(/[.\u3002]\s*$/, "").trim()).filter(Boolean).join(". ");
+    said.textContent = "";  // a second Check with the same result is said again
+    window.setTimeout(() => { said.textContent = text; }, 50);
   }
 
   // A shape typed as 3x4, 3×4, 3 by 4 or (3, 4): right when it is its grid's rows by columns.
@@ -420,6 +483,9 @@
     if (!note || !note.classList.contains("grid-note")) {
       if (!text) return;
       note = document.createElement("p"); note.className = "grid-note"; table.closest(".scroll").after(note);
+      const part = table.closest(".part");
+      note.id = idOf(part, "note", [...part.querySelectorAll("table.grid")].indexOf(table));
+      describe([table], note.id);
     }
     note.textContent = text ? `\u2717 ${text}.` : "";
   }
@@ -432,11 +498,15 @@
         score += Number(part.dataset.score || 0);
         marks += Number(part.dataset.marks);
       });
-      section.querySelector("h2 .score").textContent = t("score {score} of {marks}", { score: num(score.toFixed(1)), marks });
+      setText(section.querySelector("h2 .score"), t("score {score} of {marks}", { score: num(score.toFixed(1)), marks }));
       pageScore += score; pageMarks += marks;
     }
-    document.getElementById("page-score").textContent = t("Your score: {score} of {marks} marks", { score: num(pageScore.toFixed(1)), marks: pageMarks });
+    setText(document.getElementById("page-score"), t("Your score: {score} of {marks} marks", { score: num(pageScore.toFixed(1)), marks: pageMarks }));
   }
+
+  // A live region's text changed only when it says something new: a screen reader may say
+  // again a text set anew, as every keystroke of an edit would.
+  function setText(element, text) { if (element.textContent !== text) element.textContent = text; }
 
   // Marks follow the answers: an edit takes back its grid's marks, and those of every grid
   // that was marked against it (a later step carries the student's own values forward);
