@@ -9,6 +9,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generator.kinds import TYPES
 from generator.kinds.sampling import PRESETS, draw_options, sample_problem, sample_set
 from generator.maths.spec import SpecError
 from generator.maths.worthiness import QKV_BOUND, SCALED_BOUND, SCORE_BOUND
@@ -239,3 +240,50 @@ def test_options_that_always_leave_a_zero_column_say_why():
     options = draw_options("medium", embeddings="one-hot", d_model=4, tokens=(2, 2),
                            weights="diagonal")
     assert "at least 4 tokens; use --tokens 4" in why_not_drawable("full", options)
+
+
+# Issue 37: --tokens 1-5 --mask mixed drew a mask for a 1-token problem (numpy "high <= 0") and a
+# KV-cache question with no cached token (an IndexError): tracebacks, where a set was wanted.
+CAMPAIGN_TYPES = ("full", "row", "mistake", "permute", "masked", "cross", "positions", "backward",
+                  "grouped", "heads", "kv-cache", "counting")
+FAST_TYPES = ("full", "row", "masked", "cross", "kv-cache", "counting")  # the ones that broke, and kin
+
+
+def draw_or_refuse(types, high: int, mask: str, seed: int) -> list:
+    """A set drawn as the CLI draws it (the types that cannot be drawn left out, as the default
+    mix does), or a SpecError of one line; any other error fails the test."""
+    from generator.kinds.sampling import drawable_types
+
+    try:
+        options = draw_options("medium", tokens=(1, high), mask=mask)
+        drawn, _ = drawable_types(types, options, False)
+        specs = sample_set(options, seed, 2 * len(drawn), types=drawn)
+    except SpecError as error:
+        assert "\n" not in str(error)
+        return []
+    least = {kind: TYPES[kind].min_tokens for kind in drawn}
+    for spec in specs:  # a type that needs 2 tokens drew 2 or more within the range asked
+        tokens = spec.n_keys + len(spec.matrices.get("X_past", ()))  # a KV cache's X: the new token
+        assert tokens >= least[spec.question] or not spec.matrices, spec.id
+        assert spec.mask == "none" or tokens >= 2 or mask != "mixed", spec.id  # 1 token: nothing to hide
+    return specs
+
+
+@pytest.mark.parametrize("mask", ["none", "causal", "padding", "window", "causal+padding", "mixed"])
+@pytest.mark.parametrize("high", range(1, 7))
+def test_any_token_range_from_one_draws_or_refuses_in_one_line(high, mask):
+    for seed in range(2):
+        draw_or_refuse(FAST_TYPES, high, mask, seed)
+
+
+def test_the_campaigns_mixed_set_with_one_token_draws():
+    specs = draw_or_refuse(CAMPAIGN_TYPES, 5, "mixed", 4)  # its command: --count 36 --seed 4
+    assert [spec.question for spec in specs] == [*CAMPAIGN_TYPES] * 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mask", ["none", "causal", "padding", "window", "causal+padding", "mixed"])
+@pytest.mark.parametrize("high", range(1, 7))
+def test_every_type_with_any_token_range_from_one_draws_or_refuses(high, mask):
+    for seed in range(2):
+        draw_or_refuse(CAMPAIGN_TYPES, high, mask, seed)

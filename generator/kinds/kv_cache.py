@@ -242,6 +242,8 @@ def draw_params(rng, candidate, decimals: int) -> dict | None:
     def exact(matrix):
         return tuple(tuple(sympy.Rational(int(round(v * 100)), 100) for v in row) for row in matrix)
 
+    if len(candidate.x) < 2:  # --tokens 1-3, say: a cached token and the new one at least
+        return None
     full = attention_steps(candidate.given, "causal", candidate.scale)
     weights = sorted(full["weights"][-1])
     if weights[-1] - weights[-2] < TIE or not slips_show(candidate, full, decimals):

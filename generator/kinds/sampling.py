@@ -367,6 +367,8 @@ def _first_worthy(options, seed, version, index, seen, kind, form=None,
     for attempt in range(attempts):
         rng = np.random.default_rng([*seed_words(options.secret), seed, version, index, attempt])
         candidate = draw_candidate(rng, options, with_output_projection="W_O" in TYPES[kind].matrices)
+        if _keys(candidate) < TYPES[kind].min_tokens:  # --tokens 1-5 for a type of 2 or more
+            continue
         if options.given == "QKV":
             candidate = projections_drawn(candidate)
         if candidate.identity in seen or not is_exam_worthy(candidate, options.difficulty,
@@ -411,6 +413,11 @@ def draw_candidate(rng: np.random.Generator, options: DrawOptions,
                      heads=options.heads, difficulty=options.difficulty)
 
 
+def _keys(candidate: Candidate) -> int:
+    """The candidate's tokens (the encoder's, in cross-attention): what --tokens draws."""
+    return len(candidate.x if candidate.x_enc is None else candidate.x_enc)
+
+
 def _queries(rng, queries: tuple[int, int], keys: int) -> int:
     """The decoder's tokens, drawn from ``queries`` and fewer than the encoder's ``keys`` (at
     least 1): the queries and the keys then always differ in number, as the key tells them apart."""
@@ -429,6 +436,8 @@ def _mask_kind(rng: np.random.Generator, choice: str, tokens: int) -> str:
     if choice not in ("mixed", "any"):
         return choice
     fits = [kind for kind in masks.DRAWN if tokens >= MASK_MIN_TOKENS.get(kind, 2)]
+    if not fits:  # one token: no mask hides a key (a type that needs one redraws: min_tokens)
+        return "none"
     return fits[int(rng.integers(len(fits)))]
 
 
