@@ -223,7 +223,7 @@ def test_check_says_the_tally_and_why_to_a_screen_reader(french, browser):
     assert re.search(r"\. Exercice \d \(a\), Q: trop .*\. Exercice \d \(a\), K: trop ", text), text  # which grid
     assert "✗" not in text and ".." not in text, text
     table = part.locator("table.grid").first
-    described = [page.locator(f"#{name}").text_content() for name in table.get_attribute("aria-describedby").split()]
+    described = [page.locator(f"[id=\"{name}\"]").text_content() for name in table.get_attribute("aria-describedby").split()]
     assert any("trop" in note for note in described), described
     # two right: the French plural
     key = json.loads(page.locator("#answers").text_content())["problems"]

@@ -688,6 +688,7 @@ def read_problem(p: Problem) -> None:
 def read_line(p: Problem, line: str, patterns, step) -> None:
     if not is_prose(line):
         return
+    line = line.replace("\u00a0", " ")  # a no-break space keeps a number with its unit: a space
     read = False
     for kind, pattern, check in patterns:
         m = re.search(pattern, line)

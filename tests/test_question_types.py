@@ -328,7 +328,7 @@ def test_a_heads_key_labels_each_step_with_its_head_and_its_marks(tmp_path, run_
         assert f"$O_{{{h}}} = A_{{{h}}} V_{{{h}}}$" in key
         assert f"(S_{{{h}}})_{{1,1}} = " in key
         assert f"Q_{h} = \\left[" in key
-    assert "(1 mark a head)" in key
+    assert "(1~mark a head)" in key  # a no-break space: the number stays with its unit
     assert "A_{1} = [" not in key and "A_{1,:}" not in key.split("Head 1")[0]  # rows are A_{i,:}
     headings = [line for line in key.splitlines()
                 if re.match(r"(\\needspace\{\d+\\baselineskip\})?\\medskip\\textbf", line)]
